@@ -1,0 +1,141 @@
+//! Command-line flags. Names follow oha/hey/wrk where they agree (`-c`, `-z`, `-n`, `-m`,
+//! `-H`, `-d`), so existing muscle memory works.
+
+use clap::{Args, Parser, Subcommand};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "volley",
+    version,
+    about = "Load testing and performance regression for HTTP services",
+    long_about = "Load testing and performance regression for HTTP services.\n\nStart with `volley demo`, then point `volley http URL` at your own service."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Blast one URL with a fixed request (like oha, hey, wrk)
+    Http(Box<HttpArgs>),
+    /// Run the built-in test server (httpbin-like) on a loopback port
+    Target(TargetArgs),
+    /// Print the summary of a saved result file (--save)
+    Summary(SummaryArgs),
+    /// See Volley work: start the built-in target and run a short test against it
+    Demo(DemoArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct HttpArgs {
+    /// Absolute URL to load (http:// or https://)
+    pub url: String,
+
+    /// Concurrent connections
+    #[arg(short = 'c', long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub connections: u64,
+
+    /// How long to run, e.g. 10s, 1m30s, 500ms (default 10s unless -n is given)
+    #[arg(short = 'z', long, value_parser = crate::http_cmd::parse_duration)]
+    pub duration: Option<std::time::Duration>,
+
+    /// Total requests to send (stops at whichever of -z/-n comes first)
+    #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub requests: Option<u64>,
+
+    /// HTTP method (default GET, or POST when a body is given)
+    #[arg(short = 'm', long)]
+    pub method: Option<String>,
+
+    /// Request header "Name: value" (repeatable)
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+
+    /// Request body
+    #[arg(short = 'd', long, conflicts_with = "body_file")]
+    pub body: Option<String>,
+
+    /// Request body from a file, streamed (never read whole into memory)
+    #[arg(short = 'D', long, value_name = "FILE")]
+    pub body_file: Option<PathBuf>,
+
+    /// Per-request timeout (send to last byte)
+    #[arg(long, default_value = "30s", value_parser = crate::http_cmd::parse_duration)]
+    pub timeout: std::time::Duration,
+
+    /// TCP connect + TLS handshake timeout
+    #[arg(long, default_value = "10s", value_parser = crate::http_cmd::parse_duration)]
+    pub connect_timeout: std::time::Duration,
+
+    /// Open a new connection for every request
+    #[arg(long)]
+    pub no_keepalive: bool,
+
+    /// Skip TLS certificate verification
+    #[arg(long)]
+    pub insecure: bool,
+
+    /// Trust the PEM certificate(s) in FILE in addition to the built-in roots
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+
+    /// Worker threads (default: one per available core)
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+
+    /// Print the summary as JSON on stdout (keys: see docs/quick-mode.md)
+    #[arg(long)]
+    pub json: bool,
+
+    /// Save the run result file (see docs/result-file.md)
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+
+    /// No progress line and no text summary (errors still go to stderr)
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct TargetArgs {
+    /// Address to listen on (port 0 picks a free one; the bound address is printed)
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Server worker threads
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Add this many milliseconds of latency to every response (for A/B tests)
+    #[arg(long, value_name = "MS")]
+    pub delay: Option<u64>,
+    /// Serve HTTPS with this PEM certificate chain (with --tls-key)
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key for --tls-cert
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct SummaryArgs {
+    /// A result file written with --save
+    pub file: PathBuf,
+    /// Print the JSON summary instead of the text one
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// How long the demo load runs
+    #[arg(short = 'z', long, default_value = "5s", value_parser = crate::http_cmd::parse_duration)]
+    pub duration: std::time::Duration,
+    /// Concurrent connections
+    #[arg(short = 'c', long, default_value_t = 20)]
+    pub connections: usize,
+    /// Also save the demo's result file here
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+}

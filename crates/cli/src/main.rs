@@ -1,0 +1,77 @@
+//! `volley`: the command-line front end. Thin by design: it parses flags, calls the library
+//! crates (engine, target, metrics) and maps outcomes to documented exit codes.
+
+mod args;
+mod demo;
+mod exit;
+mod http_cmd;
+mod signals;
+
+use clap::Parser;
+
+fn main() {
+    let cli = args::Cli::parse();
+    let code = match cli.command {
+        args::Command::Http(a) => http_cmd::run(*a),
+        args::Command::Target(a) => target_cmd(a),
+        args::Command::Summary(a) => summary_cmd(a),
+        args::Command::Demo(a) => demo::run(a),
+    };
+    std::process::exit(code);
+}
+
+fn target_cmd(a: args::TargetArgs) -> i32 {
+    let tls = match (&a.tls_cert, &a.tls_key) {
+        (Some(c), Some(k)) => match (std::fs::read(c), std::fs::read(k)) {
+            (Ok(cert_chain_pem), Ok(key_pem)) => Some(volley_target::TlsIdentity {
+                cert_chain_pem,
+                key_pem,
+            }),
+            (Err(e), _) => return exit::fail(&format!("{}: {e}", c.display())),
+            (_, Err(e)) => return exit::fail(&format!("{}: {e}", k.display())),
+        },
+        (None, None) => None,
+        _ => return exit::usage("--tls-cert and --tls-key go together"),
+    };
+    let cfg = volley_target::TargetConfig {
+        listen: a.listen,
+        threads: a.threads.max(1),
+        tls,
+        delay_all: a.delay.map(std::time::Duration::from_millis),
+    };
+    let scheme = if cfg.tls.is_some() { "https" } else { "http" };
+    match volley_target::run_blocking(cfg, |addr| {
+        println!("volley target listening on {scheme}://{addr}");
+    }) {
+        Ok(()) => exit::OK,
+        Err(e) => exit::fail(&format!("cannot serve on {}: {e}", a.listen)),
+    }
+}
+
+fn summary_cmd(a: args::SummaryArgs) -> i32 {
+    let r = match volley_metrics::RunResult::read(&a.file) {
+        Ok(r) => r,
+        Err(e) => return exit::fail(&e),
+    };
+    if r.meta.mode != "http" {
+        return exit::fail(&format!(
+            "{}: summaries of '{}' runs are not supported yet",
+            a.file.display(),
+            r.meta.mode
+        ));
+    }
+    match volley_engine::QuickSummary::from_result(&r) {
+        Ok(s) if a.json => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&s.to_json()).unwrap_or_default()
+            );
+            exit::OK
+        }
+        Ok(s) => {
+            print!("{}", s.render_text(exit::stdout_is_tty()));
+            exit::OK
+        }
+        Err(e) => exit::fail(&format!("{}: {e}", a.file.display())),
+    }
+}

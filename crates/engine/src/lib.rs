@@ -1,0 +1,19 @@
+//! volley-engine: runs load and turns it into results.
+//!
+//! The engine knows nothing about JavaScript or the command line. Layout:
+//! - [`control`]: the stop switches a run shares with signal handlers (graceful, then hard).
+//! - [`quick`]: quick mode (`volley http`): worker threads, each with a single-threaded tokio
+//!   runtime driving its share of the connections, recording into a thread-local
+//!   [`volley_metrics::Recorder`] that is handed to the coordinator once per second.
+//! - [`summary`]: the quick-mode summary (terminal text and `--json`) computed from a
+//!   [`volley_metrics::RunResult`] alone, so `volley summary run.json` prints the same thing.
+//! - [`sys`]: process facts (peak RSS).
+
+pub mod control;
+pub mod quick;
+pub mod summary;
+pub mod sys;
+
+pub use control::RunControl;
+pub use quick::{run_quick, Progress, QuickConfig};
+pub use summary::QuickSummary;

@@ -1,0 +1,195 @@
+//! Merges worker snapshots into run totals and the per-interval series.
+//!
+//! Workers report each interval once, in order. An interval is final when every worker has
+//! either reported it or finished; it then becomes one [`Point`] of the series. Intervals
+//! nobody recorded into still get an (empty) point so the series has no holes.
+
+use crate::agg::Agg;
+use crate::recorder::{MetricDesc, Snapshot};
+use crate::result::MetricTotal;
+use crate::series::{Point, Series, SeriesValue, Stat};
+use crate::MetricKey;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+pub struct Aggregator {
+    totals: BTreeMap<MetricKey, (Arc<MetricDesc>, Agg)>,
+    pending: BTreeMap<u64, BTreeMap<MetricKey, (Arc<MetricDesc>, Agg)>>,
+    /// Per worker: the next interval it has not reported yet, or None once it is done.
+    next_unreported: Vec<Option<u64>>,
+    /// First interval not yet turned into a point.
+    next_point: u64,
+    series: Series,
+}
+
+impl Aggregator {
+    pub fn new(workers: usize, max_points: usize) -> Self {
+        Aggregator {
+            totals: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            next_unreported: vec![Some(0); workers],
+            next_point: 0,
+            series: Series::new(max_points),
+        }
+    }
+
+    /// Take one worker's snapshot for `interval` (seconds since the run's start).
+    pub fn add(&mut self, worker: usize, interval: u64, snap: Snapshot) {
+        let bucket = self.pending.entry(interval).or_default();
+        for (desc, agg) in snap.entries {
+            match self.totals.get_mut(&desc.key) {
+                Some((_, t)) => t.merge(&agg),
+                None => {
+                    self.totals
+                        .insert(desc.key.clone(), (desc.clone(), agg.clone()));
+                }
+            }
+            match bucket.get_mut(&desc.key) {
+                Some((_, b)) => b.merge(&agg),
+                None => {
+                    bucket.insert(desc.key.clone(), (desc, agg));
+                }
+            }
+        }
+        if let Some(Some(n)) = self.next_unreported.get_mut(worker) {
+            *n = (*n).max(interval + 1);
+        }
+        self.finalize_ready();
+    }
+
+    /// The worker will send nothing more.
+    pub fn worker_done(&mut self, worker: usize) {
+        if let Some(n) = self.next_unreported.get_mut(worker) {
+            *n = None;
+        }
+        self.finalize_ready();
+    }
+
+    fn finalize_ready(&mut self) {
+        let horizon = self
+            .next_unreported
+            .iter()
+            .map(|n| n.unwrap_or(u64::MAX))
+            .min()
+            .unwrap_or(u64::MAX);
+        // With every worker done, flush what is pending (and nothing beyond it).
+        let limit = if horizon == u64::MAX {
+            self.pending
+                .keys()
+                .next_back()
+                .map_or(self.next_point, |k| k + 1)
+        } else {
+            horizon
+        };
+        while self.next_point < limit {
+            let i = self.next_point;
+            let values = self.pending.remove(&i).unwrap_or_default();
+            self.series.push(Point {
+                t: i,
+                w: 1,
+                values: values
+                    .into_values()
+                    .map(|(d, a)| SeriesValue {
+                        name: d.key.name.clone(),
+                        tags: d.key.tags.clone(),
+                        stat: Stat::from_agg(&a),
+                    })
+                    .collect(),
+            });
+            self.next_point += 1;
+        }
+    }
+
+    /// Run totals so far.
+    pub fn totals(&self) -> impl Iterator<Item = (&MetricDesc, &Agg)> {
+        self.totals.values().map(|(d, a)| (d.as_ref(), a))
+    }
+
+    pub fn total(&self, key: &MetricKey) -> Option<&Agg> {
+        self.totals.get(key).map(|(_, a)| a)
+    }
+
+    /// Sum of a counter over all its tag sets.
+    pub fn counter_sum(&self, name: &str) -> f64 {
+        self.totals
+            .values()
+            .filter(|(d, _)| d.key.name == name)
+            .map(|(_, a)| match a {
+                Agg::Counter { sum, .. } => *sum,
+                _ => 0.0,
+            })
+            .sum()
+    }
+
+    pub fn series(&self) -> &Series {
+        &self.series
+    }
+
+    /// The newest finished point, for live progress.
+    pub fn last_point(&self) -> Option<&Point> {
+        self.series.points.last()
+    }
+
+    /// Flush everything and return totals (sorted by name, then tags) and the series.
+    pub fn finish(mut self) -> (Vec<MetricTotal>, Series) {
+        for n in self.next_unreported.iter_mut() {
+            *n = None;
+        }
+        self.finalize_ready();
+        let totals = self
+            .totals
+            .into_values()
+            .map(|(d, a)| MetricTotal::from_agg(&d, &a))
+            .collect();
+        (totals, self.series)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{MetricKind, Recorder, Unit};
+
+    #[test]
+    fn intervals_finalize_when_all_workers_reported_and_totals_are_exact() {
+        let mut agg = Aggregator::new(2, 100);
+        let mut w0 = Recorder::new();
+        let mut w1 = Recorder::new();
+        let k = MetricKey::new("http_reqs");
+        let h0 = w0.handle(k.clone(), MetricKind::Counter, Unit::Default);
+        let h1 = w1.handle(k.clone(), MetricKind::Counter, Unit::Default);
+
+        w0.add(h0, 3.0);
+        agg.add(0, 0, w0.snapshot());
+        assert!(
+            agg.series().points.is_empty(),
+            "worker 1 has not reported interval 0"
+        );
+        w1.add(h1, 4.0);
+        agg.add(1, 0, w1.snapshot());
+        assert_eq!(agg.series().points.len(), 1);
+        assert_eq!(agg.series().points[0].counter_sum("http_reqs"), 7.0);
+
+        // Worker 0 finishes early; interval 1..2 only need worker 1.
+        agg.worker_done(0);
+        w1.add(h1, 1.0);
+        agg.add(1, 1, w1.snapshot());
+        agg.add(1, 2, w1.snapshot()); // an idle interval
+        w1.add(h1, 2.0);
+        agg.add(1, 3, w1.snapshot());
+        assert_eq!(agg.series().points.len(), 4);
+        let (totals, series) = agg.finish();
+        assert_eq!(series.points.len(), 4);
+        assert!(series.points[2].values.is_empty());
+        assert_eq!(totals.len(), 1);
+        assert_eq!(
+            totals[0].to_agg().unwrap().samples(),
+            4,
+            "four snapshots carried adds"
+        );
+        match totals[0].to_agg().unwrap() {
+            Agg::Counter { sum, .. } => assert_eq!(sum, 10.0),
+            _ => panic!(),
+        }
+    }
+}

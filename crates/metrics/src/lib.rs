@@ -1,0 +1,62 @@
+//! volley-metrics: the metrics core every Volley mode records into.
+//!
+//! Invariants (see DESIGN.md): no raw samples are kept, and nothing is pushed sample by sample
+//! through a channel. Each worker thread owns a [`Recorder`]; once per interval it hands a
+//! [`Snapshot`] of its aggregates to the [`Aggregator`], which merges them into run totals and a
+//! bounded per-interval [`Series`]. The finished run becomes a [`RunResult`], the versioned file
+//! that summaries, reports, comparisons and merges read.
+//!
+//! Layout:
+//! - [`hist`]: HDR histogram construction (1 µs .. 1 h, 3 significant digits) and the standard
+//!   compressed base64 encoding.
+//! - [`agg`]: the four metric kinds (counter, gauge, rate, trend) as mergeable aggregates.
+//! - [`recorder`]: per-worker, lock-free recording through pre-resolved handles.
+//! - [`aggregate`]: merges worker snapshots into totals and the per-second series.
+//! - [`series`]: the per-interval time series, coarsened so its size stays bounded.
+//! - [`result`]: the run result file (serde), reading, writing and exact merging.
+//! - [`time`]: RFC 3339 timestamps without a date-time dependency.
+
+pub mod agg;
+pub mod aggregate;
+pub mod hist;
+pub mod recorder;
+pub mod result;
+pub mod series;
+pub mod time;
+
+pub use agg::{Agg, MetricKind, Unit};
+pub use aggregate::Aggregator;
+pub use recorder::{Handle, MetricDesc, Recorder, Snapshot};
+pub use result::{MergeError, MetricTotal, RunMeta, RunResult, TotalValue};
+pub use series::{Point, Series, SeriesValue};
+
+use std::collections::BTreeMap;
+
+/// A metric's tags, sorted by name so equal sets compare and hash equal.
+pub type TagSet = BTreeMap<String, String>;
+
+/// Identifies one time series: a metric name plus its tag set (k6's "sub-metric" key).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MetricKey {
+    pub name: String,
+    pub tags: TagSet,
+}
+
+impl MetricKey {
+    pub fn new(name: &str) -> Self {
+        MetricKey {
+            name: name.to_string(),
+            tags: TagSet::new(),
+        }
+    }
+
+    pub fn tagged(name: &str, tags: &[(&str, &str)]) -> Self {
+        MetricKey {
+            name: name.to_string(),
+            tags: tags
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+}

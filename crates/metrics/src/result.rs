@@ -1,0 +1,508 @@
+//! The run result file: what `--save` writes and `summary`, `report`, `compare` and `merge`
+//! read. Documented in `docs/result-file.md`; bump [`VERSION`] on incompatible changes.
+
+use crate::agg::{Agg, MetricKind, TrendAgg, Unit};
+use crate::hist;
+use crate::recorder::MetricDesc;
+use crate::series::Series;
+use crate::{MetricKey, TagSet};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+pub const FORMAT: &str = "volley-result";
+pub const VERSION: u32 = 1;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunResult {
+    pub format: String,
+    pub version: u32,
+    pub meta: RunMeta,
+    /// The options as resolved for this run (mode-specific shape).
+    pub options: serde_json::Value,
+    pub metrics: Vec<MetricTotal>,
+    pub series: Series,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, Default)]
+pub struct RunMeta {
+    pub volley_version: String,
+    /// `http` (quick mode) or `run` (script mode).
+    pub mode: String,
+    /// The command line as given.
+    pub command: Vec<String>,
+    /// Test name: the URL in quick mode, the script path in script mode.
+    #[serde(default)]
+    pub name: String,
+    pub started_at: String,
+    pub ended_at: String,
+    pub started_unix_ms: u64,
+    pub ended_unix_ms: u64,
+    /// Time load was applied, in seconds (the rate denominator).
+    pub duration_s: f64,
+    #[serde(default)]
+    pub interrupted: bool,
+    /// How many runs this file holds (1, or more after merging).
+    #[serde(default = "one")]
+    pub instances: u32,
+    #[serde(default)]
+    pub host: HostInfo,
+    /// Peak resident memory of the Volley process (largest across merged instances).
+    #[serde(default)]
+    pub peak_rss_bytes: Option<u64>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, Default, PartialEq)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub os: String,
+    pub arch: String,
+    pub cpus: usize,
+}
+
+impl HostInfo {
+    pub fn current() -> HostInfo {
+        let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default();
+        HostInfo {
+            hostname,
+            os: std::env::consts::OS.to_string(),
+            arch: std::env::consts::ARCH.to_string(),
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+/// One series' totals over the whole run.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct MetricTotal {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "TagSet::is_empty")]
+    pub tags: TagSet,
+    #[serde(default)]
+    pub unit: Unit,
+    #[serde(flatten)]
+    pub value: TotalValue,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum TotalValue {
+    Counter {
+        sum: f64,
+        n: u64,
+    },
+    Gauge {
+        last: f64,
+        min: f64,
+        max: f64,
+        n: u64,
+    },
+    Rate {
+        trues: u64,
+        total: u64,
+    },
+    /// `hist` is the standard compressed HDR encoding of values in thousandths of the unit
+    /// (µs for time trends); min, max and sum are exact.
+    Trend {
+        count: u64,
+        sum: f64,
+        min: f64,
+        max: f64,
+        hist: String,
+    },
+}
+
+impl MetricTotal {
+    pub fn from_agg(d: &MetricDesc, a: &Agg) -> MetricTotal {
+        let value = match a {
+            Agg::Counter { sum, n } => TotalValue::Counter { sum: *sum, n: *n },
+            Agg::Gauge { last, min, max, n } => TotalValue::Gauge {
+                last: *last,
+                min: *min,
+                max: *max,
+                n: *n,
+            },
+            Agg::Rate { trues, total } => TotalValue::Rate {
+                trues: *trues,
+                total: *total,
+            },
+            Agg::Trend(t) => TotalValue::Trend {
+                count: t.count,
+                sum: t.sum,
+                min: if t.count == 0 { 0.0 } else { t.min },
+                max: if t.count == 0 { 0.0 } else { t.max },
+                hist: hist::encode(&t.hist),
+            },
+        };
+        MetricTotal {
+            name: d.key.name.clone(),
+            tags: d.key.tags.clone(),
+            unit: d.unit,
+            value,
+        }
+    }
+
+    pub fn kind(&self) -> MetricKind {
+        match self.value {
+            TotalValue::Counter { .. } => MetricKind::Counter,
+            TotalValue::Gauge { .. } => MetricKind::Gauge,
+            TotalValue::Rate { .. } => MetricKind::Rate,
+            TotalValue::Trend { .. } => MetricKind::Trend,
+        }
+    }
+
+    pub fn key(&self) -> MetricKey {
+        MetricKey {
+            name: self.name.clone(),
+            tags: self.tags.clone(),
+        }
+    }
+
+    /// Back to a mergeable aggregate (decodes the histogram).
+    pub fn to_agg(&self) -> Result<Agg, String> {
+        Ok(match &self.value {
+            TotalValue::Counter { sum, n } => Agg::Counter { sum: *sum, n: *n },
+            TotalValue::Gauge { last, min, max, n } => Agg::Gauge {
+                last: *last,
+                min: *min,
+                max: *max,
+                n: *n,
+            },
+            TotalValue::Rate { trues, total } => Agg::Rate {
+                trues: *trues,
+                total: *total,
+            },
+            TotalValue::Trend {
+                count,
+                sum,
+                min,
+                max,
+                hist: h,
+            } => {
+                let hist = hist::decode(h).map_err(|e| format!("metric {}: {e}", self.name))?;
+                let empty = *count == 0;
+                Agg::Trend(Box::new(TrendAgg {
+                    hist,
+                    count: *count,
+                    sum: *sum,
+                    min: if empty { f64::INFINITY } else { *min },
+                    max: if empty { f64::NEG_INFINITY } else { *max },
+                }))
+            }
+        })
+    }
+}
+
+/// Why two result files could not be merged.
+#[derive(Debug, PartialEq)]
+pub struct MergeError(pub String);
+
+impl fmt::Display for MergeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for MergeError {}
+
+impl RunResult {
+    pub fn new(
+        meta: RunMeta,
+        options: serde_json::Value,
+        metrics: Vec<MetricTotal>,
+        series: Series,
+    ) -> Self {
+        RunResult {
+            format: FORMAT.to_string(),
+            version: VERSION,
+            meta,
+            options,
+            metrics,
+            series,
+        }
+    }
+
+    /// The totals of one series, by name and exact tag set.
+    pub fn metric(&self, name: &str, tags: &TagSet) -> Option<&MetricTotal> {
+        self.metrics
+            .iter()
+            .find(|m| m.name == name && &m.tags == tags)
+    }
+
+    /// All tag sets of a metric.
+    pub fn metrics_named<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> impl Iterator<Item = &'a MetricTotal> + 'a {
+        self.metrics.iter().filter(move |m| m.name == name)
+    }
+
+    /// Sum of a counter over all its tag sets.
+    pub fn counter_sum(&self, name: &str) -> f64 {
+        self.metrics_named(name)
+            .map(|m| match m.value {
+                TotalValue::Counter { sum, .. } => sum,
+                _ => 0.0,
+            })
+            .sum()
+    }
+
+    /// Parse a result file's text; errors name the line and column.
+    pub fn from_json(text: &str) -> Result<RunResult, String> {
+        // Check the envelope first so a wrong file gets a useful message.
+        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+            format!(
+                "not valid JSON at line {}, column {}: {e}",
+                e.line(),
+                e.column()
+            )
+        })?;
+        match v.get("format").and_then(|f| f.as_str()) {
+            Some(FORMAT) => {}
+            _ => {
+                return Err(format!(
+                    "not a Volley result file (expected \"format\": \"{FORMAT}\"); write one with --save"
+                ))
+            }
+        }
+        match v.get("version").and_then(|f| f.as_u64()) {
+            Some(x) if x == VERSION as u64 => {}
+            other => {
+                return Err(format!(
+                    "result file version {other:?} is not supported by this Volley (reads version {VERSION})"
+                ))
+            }
+        }
+        serde_json::from_value(v).map_err(|e| format!("invalid result file: {e}"))
+    }
+
+    pub fn read(path: &Path) -> Result<RunResult, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Self::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Write atomically (temporary file + rename) so a crash never leaves half a file.
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        let text = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(format!(".tmp{}", std::process::id()));
+        let tmp = std::path::PathBuf::from(tmp);
+        std::fs::write(&tmp, text)?;
+        std::fs::rename(&tmp, path).inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+    }
+
+    /// Merge two results of the same test run in parallel (e.g. from two machines): counters,
+    /// rates and histograms add exactly; the series are aligned by offset from each start.
+    pub fn merge(&self, other: &RunResult) -> Result<RunResult, MergeError> {
+        if self.meta.mode != other.meta.mode {
+            return Err(MergeError(format!(
+                "cannot merge a '{}' run with a '{}' run",
+                self.meta.mode, other.meta.mode
+            )));
+        }
+        if self.meta.name != other.meta.name {
+            return Err(MergeError(format!(
+                "cannot merge results of different tests ('{}' and '{}')",
+                self.meta.name, other.meta.name
+            )));
+        }
+        let mut by_key: BTreeMap<MetricKey, (Unit, Agg)> = BTreeMap::new();
+        for m in self.metrics.iter().chain(&other.metrics) {
+            let a = m.to_agg().map_err(MergeError)?;
+            match by_key.get_mut(&m.key()) {
+                Some((_, x)) => {
+                    if x.kind() != a.kind() {
+                        return Err(MergeError(format!(
+                            "metric {} is a {:?} in one file and a {:?} in the other",
+                            m.name,
+                            x.kind(),
+                            a.kind()
+                        )));
+                    }
+                    x.merge(&a)
+                }
+                None => {
+                    by_key.insert(m.key(), (m.unit, a));
+                }
+            }
+        }
+        let metrics = by_key
+            .into_iter()
+            .map(|(key, (unit, a))| {
+                let d = MetricDesc {
+                    key,
+                    kind: a.kind(),
+                    unit,
+                };
+                MetricTotal::from_agg(&d, &a)
+            })
+            .collect();
+        let mut series = self.series.clone();
+        series.merge(&other.series);
+
+        let (a, b) = (&self.meta, &other.meta);
+        let started = a.started_unix_ms.min(b.started_unix_ms);
+        let ended = a.ended_unix_ms.max(b.ended_unix_ms);
+        let meta = RunMeta {
+            volley_version: a.volley_version.clone(),
+            mode: a.mode.clone(),
+            command: a.command.clone(),
+            name: a.name.clone(),
+            started_at: crate::time::rfc3339_ms(started),
+            ended_at: crate::time::rfc3339_ms(ended),
+            started_unix_ms: started,
+            ended_unix_ms: ended,
+            // Instances ran side by side: the load lasted as long as the longest one.
+            duration_s: a.duration_s.max(b.duration_s),
+            interrupted: a.interrupted || b.interrupted,
+            instances: a.instances + b.instances,
+            host: a.host.clone(),
+            peak_rss_bytes: a.peak_rss_bytes.max(b.peak_rss_bytes),
+        };
+        Ok(RunResult::new(meta, self.options.clone(), metrics, series))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Aggregator, Recorder};
+
+    fn run(seed: u64, n: u64) -> RunResult {
+        let mut rec = Recorder::new();
+        let reqs = rec.handle(
+            MetricKey::tagged("http_reqs", &[("status", "200")]),
+            MetricKind::Counter,
+            Unit::Default,
+        );
+        let dur = rec.handle(
+            MetricKey::new("http_req_duration"),
+            MetricKind::Trend,
+            Unit::Time,
+        );
+        let failed = rec.handle(
+            MetricKey::new("http_req_failed"),
+            MetricKind::Rate,
+            Unit::Default,
+        );
+        let mut agg = Aggregator::new(1, 100);
+        for i in 0..n {
+            rec.add(reqs, 1.0);
+            rec.trend_us(dur, 1000 + (i * 37 + seed) % 5000);
+            rec.rate(failed, i % 10 == 0);
+            if i % 100 == 99 {
+                agg.add(0, i / 100, rec.snapshot());
+            }
+        }
+        agg.add(0, n / 100, rec.snapshot());
+        let (metrics, series) = agg.finish();
+        let meta = RunMeta {
+            mode: "http".into(),
+            name: "http://127.0.0.1/".into(),
+            started_unix_ms: 1000 + seed,
+            ended_unix_ms: 5000 + seed,
+            duration_s: 4.0,
+            instances: 1,
+            ..Default::default()
+        };
+        RunResult::new(meta, serde_json::json!({"connections": 1}), metrics, series)
+    }
+
+    #[test]
+    fn file_round_trip_is_lossless() {
+        let r = run(1, 1000);
+        let text = serde_json::to_string(&r).unwrap();
+        let back = RunResult::from_json(&text).unwrap();
+        assert_eq!(back.metrics, r.metrics);
+        assert_eq!(back.series, r.series);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let reqs = v["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "http_reqs")
+            .unwrap();
+        assert_eq!(reqs["kind"], "counter");
+        assert_eq!(reqs["tags"]["status"], "200");
+        assert_eq!(reqs["sum"], 1000.0);
+    }
+
+    #[test]
+    fn merge_is_exact() {
+        let a = run(1, 1000);
+        let b = run(7, 500);
+        let m = a.merge(&b).unwrap();
+        assert_eq!(m.counter_sum("http_reqs"), 1500.0);
+        assert_eq!(m.meta.instances, 2);
+        let get = |r: &RunResult, n: &str| r.metric(n, &TagSet::new()).unwrap().to_agg().unwrap();
+        let (Agg::Trend(ta), Agg::Trend(tb), Agg::Trend(tm)) = (
+            get(&a, "http_req_duration"),
+            get(&b, "http_req_duration"),
+            get(&m, "http_req_duration"),
+        ) else {
+            panic!()
+        };
+        assert_eq!(tm.count, 1500);
+        assert_eq!(tm.min, ta.min.min(tb.min));
+        assert_eq!(tm.max, ta.max.max(tb.max));
+        // Histograms add exactly: merged percentile equals one from recording both runs.
+        let mut both = ta.clone();
+        both.merge(&tb);
+        assert_eq!(tm.percentile(99.0), both.percentile(99.0));
+        assert_eq!(tm.hist.len(), 1500);
+        match &m.metric("http_req_failed", &TagSet::new()).unwrap().value {
+            TotalValue::Rate { trues, total } => assert_eq!((*trues, *total), (150, 1500)),
+            _ => panic!(),
+        }
+        // Series: interval 0 holds 100 requests from each run.
+        assert_eq!(m.series.points[0].counter_sum("http_reqs"), 200.0);
+    }
+
+    #[test]
+    fn merge_rejects_different_tests() {
+        let a = run(1, 10);
+        let mut b = run(1, 10);
+        b.meta.name = "other".into();
+        assert!(a.merge(&b).unwrap_err().0.contains("different tests"));
+    }
+
+    #[test]
+    fn reading_wrong_files_says_why() {
+        assert!(RunResult::from_json("{").unwrap_err().contains("line 1"));
+        assert!(RunResult::from_json("{\"x\":1}")
+            .unwrap_err()
+            .contains("not a Volley result file"));
+        assert!(
+            RunResult::from_json("{\"format\":\"volley-result\",\"version\":99}")
+                .unwrap_err()
+                .contains("version")
+        );
+    }
+
+    #[test]
+    fn write_is_atomic_and_readable() {
+        let dir = std::env::temp_dir().join(format!("volley-metrics-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("run.json");
+        let r = run(3, 300);
+        r.write(&p).unwrap();
+        let back = RunResult::read(&p).unwrap();
+        assert_eq!(back.counter_sum("http_reqs"), 300.0);
+        let leftovers: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
