@@ -1,0 +1,122 @@
+//! Helpers shared by the CLI integration tests: run the real `volley` binary against loopback
+//! servers started by the test itself.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+pub fn volley() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_volley"))
+}
+
+/// Run volley with `args`; panics only if the binary cannot be started.
+pub fn run(args: &[&str]) -> Output {
+    volley().args(args).output().expect("volley binary runs")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Parse the `--json` summary from stdout.
+pub fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+            stdout(o),
+            stderr(o)
+        )
+    })
+}
+
+pub fn target() -> volley_target::RunningTarget {
+    target_with(None, None)
+}
+
+pub fn target_with(
+    tls: Option<volley_target::TlsIdentity>,
+    delay: Option<Duration>,
+) -> volley_target::RunningTarget {
+    volley_target::spawn(volley_target::TargetConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        threads: 1,
+        tls,
+        delay_all: delay,
+    })
+    .expect("target starts")
+}
+
+/// A unique scratch directory under the system temp dir.
+pub fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("volley-it-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A loopback port with nothing listening on it.
+pub fn closed_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let p = l.local_addr().unwrap().port();
+    drop(l);
+    p
+}
+
+/// A raw server for fault tests: accepts up to `max_conns` connections for at most `life`,
+/// handing each to `handler` on its own thread. Returns the port.
+pub fn raw_server(max_conns: usize, life: Duration, handler: fn(TcpStream)) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    l.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let end = std::time::Instant::now() + life;
+        let mut n = 0;
+        while n < max_conns && std::time::Instant::now() < end {
+            match l.accept() {
+                Ok((s, _)) => {
+                    s.set_nonblocking(false).unwrap();
+                    n += 1;
+                    std::thread::spawn(move || handler(s));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+    });
+    port
+}
+
+/// Read one request head (up to the blank line), bounded.
+pub fn read_head(s: &mut TcpStream) -> bool {
+    let mut buf = Vec::new();
+    let mut b = [0u8; 1024];
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 65536 {
+        match s.read(&mut b) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => buf.extend_from_slice(&b[..n]),
+        }
+    }
+    true
+}
+
+/// GET a path with a fresh `Connection: close` request; returns the body.
+pub fn get_body(addr: std::net::SocketAddr, path: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default()
+}

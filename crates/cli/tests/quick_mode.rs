@@ -1,0 +1,373 @@
+//! `volley http` end to end: accounting, latency, TLS, faults, interruption, bad input.
+
+mod common;
+use common::*;
+use std::io::Write;
+use std::time::Duration;
+
+#[test]
+fn exact_request_accounting_matches_the_server() {
+    let t = target();
+    let url = format!("{}/", t.url());
+    let o = run(&["http", &url, "-n", "10000", "-c", "20", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let j = json(&o);
+    let s = t.stats();
+    assert_eq!(j["requests"], 10000);
+    assert_eq!(s.requests, 10000, "server saw exactly what was asked");
+    assert_eq!(j["status"]["200"], 10000);
+    assert_eq!(
+        j["bytes_sent"].as_u64().unwrap(),
+        s.bytes_received,
+        "request bytes on the wire"
+    );
+    assert_eq!(
+        j["bytes_received"].as_u64().unwrap(),
+        s.bytes_sent,
+        "response bytes on the wire"
+    );
+    assert_eq!(j["success_rate"], 1.0);
+    assert_eq!(j["errors"].as_object().unwrap().len(), 0);
+    t.shutdown();
+}
+
+#[test]
+fn download_bytes_are_counted_on_the_wire() {
+    let t = target();
+    let url = format!("{}/bytes/1048576", t.url());
+    let o = run(&["http", &url, "-n", "20", "-c", "4", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let j = json(&o);
+    let s = t.stats();
+    let received = j["bytes_received"].as_u64().unwrap();
+    assert_eq!(received, s.bytes_sent, "Volley's count equals the server's");
+    let headers = received - 20 * 1_048_576;
+    assert!(
+        headers > 20 * 30 && headers < 20 * 400,
+        "20 bodies of 1 MiB plus 20 response heads, got {headers} head bytes"
+    );
+    t.shutdown();
+}
+
+#[test]
+fn delay_latency_is_reported_faithfully() {
+    let t = target();
+    let url = format!("{}/delay/10", t.url());
+    let o = run(&["http", &url, "-n", "200", "-c", "2", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let j = json(&o);
+    let p50 = j["latency_ms"]["p50"].as_f64().unwrap();
+    assert!(
+        (10.0..=12.0).contains(&p50),
+        "p50 {p50} ms should be within 10..12 ms"
+    );
+    assert!(j["latency_ms"]["min"].as_f64().unwrap() >= 10.0);
+    t.shutdown();
+}
+
+#[test]
+fn refused_connections_are_counted_and_exit_3() {
+    let port = closed_port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let o = run(&["http", &url, "-n", "50", "-c", "5", "--json"]);
+    assert_eq!(o.status.code(), Some(3), "stderr: {}", stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["errors"]["refused"], 50);
+    assert_eq!(j["requests"], 50);
+    assert_eq!(j["success_rate"], 0.0);
+}
+
+#[test]
+fn reset_mid_response_is_classified() {
+    let port = raw_server(20, Duration::from_secs(20), |mut s| {
+        if read_head(&mut s) {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n");
+            let _ = s.write_all(&[b'x'; 100]);
+        }
+        // Dropping the socket mid-body: the client sees the connection end early.
+    });
+    let url = format!("http://127.0.0.1:{port}/");
+    let o = run(&["http", &url, "-n", "10", "-c", "2", "--json"]);
+    assert_eq!(o.status.code(), Some(3), "stderr: {}", stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["errors"]["reset"], 10, "{j}");
+    assert!(
+        j["bytes_received"].as_u64().unwrap() >= 10 * 100,
+        "partial bytes still counted"
+    );
+}
+
+#[test]
+fn silent_server_times_out() {
+    let port = raw_server(10, Duration::from_secs(20), |mut s| {
+        read_head(&mut s);
+        std::thread::sleep(Duration::from_secs(3));
+    });
+    let url = format!("http://127.0.0.1:{port}/");
+    let o = run(&[
+        "http",
+        &url,
+        "-n",
+        "4",
+        "-c",
+        "2",
+        "--timeout",
+        "300ms",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "stderr: {}", stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["errors"]["timeout"], 4, "{j}");
+    assert!(
+        j["duration_s"].as_f64().unwrap() < 2.5,
+        "each request gave up after ~300 ms"
+    );
+}
+
+#[test]
+fn mixed_statuses_are_distributed() {
+    let t = target();
+    let url = format!("{}/status/503", t.url());
+    let o = run(&["http", &url, "-n", "30", "-c", "3", "--json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "a status is a response, not a transport error"
+    );
+    let j = json(&o);
+    assert_eq!(j["status"]["503"], 30);
+    assert_eq!(j["success_rate"], 0.0);
+    t.shutdown();
+}
+
+#[test]
+fn post_body_from_flag_and_file_reach_the_server() {
+    let t = target();
+    let dir = scratch("body");
+    let file = dir.join("payload.bin");
+    std::fs::write(&file, vec![7u8; 3 * 1024 * 1024]).unwrap();
+    let url = format!("{}/upload", t.url());
+    let before = t.stats().bytes_received;
+    let o = run(&[
+        "http",
+        &url,
+        "-n",
+        "4",
+        "-c",
+        "2",
+        "-D",
+        file.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["status"]["200"], 4);
+    let sent = j["bytes_sent"].as_u64().unwrap();
+    assert!(sent > 4 * 3 * 1024 * 1024, "body bytes counted: {sent}");
+    assert_eq!(t.stats().bytes_received - before, sent);
+
+    let o = run(&[
+        "http",
+        &format!("{}/echo", t.url()),
+        "-n",
+        "1",
+        "-c",
+        "1",
+        "-d",
+        "hello=1",
+        "-H",
+        "X-Test: yes",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(json(&o)["status"]["200"], 1);
+    std::fs::remove_dir_all(dir).ok();
+    t.shutdown();
+}
+
+#[test]
+fn save_then_summary_reprints_from_the_file() {
+    let t = target();
+    let dir = scratch("save");
+    let file = dir.join("run.json");
+    let url = format!("{}/", t.url());
+    let o = run(&[
+        "http",
+        &url,
+        "-n",
+        "500",
+        "-c",
+        "5",
+        "--json",
+        "--save",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let live = json(&o);
+    let again = run(&["summary", file.to_str().unwrap(), "--json"]);
+    assert_eq!(again.status.code(), Some(0), "stderr: {}", stderr(&again));
+    let replay = json(&again);
+    for k in [
+        "requests",
+        "rps",
+        "bytes_sent",
+        "bytes_received",
+        "latency_ms",
+        "status",
+        "success_rate",
+    ] {
+        assert_eq!(
+            live[k], replay[k],
+            "key {k} differs between the run and the file"
+        );
+    }
+    let text = run(&["summary", file.to_str().unwrap()]);
+    let out = stdout(&text);
+    assert!(out.contains("500 in") && out.contains("[200] 500"), "{out}");
+    let raw: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(raw["format"], "volley-result");
+    assert_eq!(raw["version"], 1);
+    assert!(raw["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["name"] == "http_req_duration"
+            && m["hist"].as_str().unwrap().starts_with("HISTF")));
+    std::fs::remove_dir_all(dir).ok();
+    t.shutdown();
+}
+
+#[test]
+fn sigint_stops_gracefully_and_still_writes_everything() {
+    let t = target_with(None, Some(Duration::from_millis(5)));
+    let dir = scratch("sigint");
+    let file = dir.join("run.json");
+    let url = format!("{}/", t.url());
+    let child = volley()
+        .args([
+            "http",
+            &url,
+            "-z",
+            "30s",
+            "-c",
+            "4",
+            "--json",
+            "--save",
+            file.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let st = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let start = std::time::Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "graceful stop is quick"
+    );
+    assert_eq!(o.status.code(), Some(105), "stderr: {}", stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["interrupted"], true);
+    let n = j["requests"].as_u64().unwrap();
+    assert!(n > 0);
+    assert_eq!(
+        t.stats().requests,
+        n,
+        "in-flight requests finished and were counted"
+    );
+    let saved = run(&["summary", file.to_str().unwrap(), "--json"]);
+    assert_eq!(
+        saved.status.code(),
+        Some(0),
+        "result file is valid: {}",
+        stderr(&saved)
+    );
+    assert_eq!(json(&saved)["requests"], n);
+    std::fs::remove_dir_all(dir).ok();
+    t.shutdown();
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_not_a_panic() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["http", "ftp://example.com/"], "scheme"),
+        (&["http", "not a url"], ""),
+        (&["http", "http://127.0.0.1:99999/"], "port"),
+        (&["http", "http://127.0.0.1:1/", "-c", "0"], "connections"),
+        (&["http", "http://127.0.0.1:1/", "-z", "ten"], "duration"),
+        (
+            &["http", "http://127.0.0.1:1/", "-H", "NoColon"],
+            "Name: value",
+        ),
+        (
+            &["http", "http://127.0.0.1:1/", "-D", "/nonexistent/file"],
+            "/nonexistent/file",
+        ),
+        (
+            &[
+                "http",
+                "http://127.0.0.1:1/",
+                "--cacert",
+                "/nonexistent/ca.pem",
+            ],
+            "ca.pem",
+        ),
+        (&["http", "http://127.0.0.1:1/", "--bogus"], "--bogus"),
+        (&["summary", "/nonexistent/run.json"], "run.json"),
+    ];
+    for (args, needle) in cases {
+        let o = run(args);
+        let err = stderr(&o);
+        assert_eq!(
+            o.status.code(),
+            Some(if args[0] == "summary" { 1 } else { 2 }),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: error should mention {needle:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn summary_rejects_files_that_are_not_results() {
+    let dir = scratch("notresult");
+    let f = dir.join("x.json");
+    std::fs::write(&f, "{\"hello\": 1}").unwrap();
+    let o = run(&["summary", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("not a Volley result file"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn version_and_help() {
+    let o = run(&["--version"]);
+    assert!(stdout(&o).contains(env!("CARGO_PKG_VERSION")));
+    let o = run(&["http", "--help"]);
+    let h = stdout(&o);
+    for f in [
+        "--connections",
+        "--duration",
+        "--requests",
+        "--json",
+        "--save",
+        "--cacert",
+        "--insecure",
+    ] {
+        assert!(h.contains(f), "help lacks {f}");
+    }
+}
