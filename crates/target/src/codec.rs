@@ -76,16 +76,14 @@ pub(crate) fn percent_decode(s: &str, plus_as_space: bool) -> String {
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
-            b'%' if i + 2 < bytes.len() => {
-                match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                    (Some(h), Some(l)) => {
-                        out.push(h << 4 | l);
-                        i += 3;
-                        continue;
-                    }
-                    _ => out.push(b'%'),
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push(h << 4 | l);
+                    i += 3;
+                    continue;
                 }
-            }
+                _ => out.push(b'%'),
+            },
             b'+' if plus_as_space => out.push(b' '),
             b => out.push(b),
         }
@@ -129,9 +127,9 @@ pub(crate) fn parse_cookies<'a>(values: impl Iterator<Item = &'a [u8]>) -> Vec<(
 /// RFC 6265 cookie-name: an HTTP token.
 pub(crate) fn valid_cookie_name(name: &str) -> bool {
     !name.is_empty()
-        && name.bytes().all(|b| {
-            b.is_ascii_graphic() && !b"()<>@,;:\\\"/[]?={}".contains(&b)
-        })
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && !b"()<>@,;:\\\"/[]?={}".contains(&b))
 }
 
 /// RFC 6265 cookie-octet: visible ASCII except `"` `,` `;` `\`.
@@ -167,7 +165,10 @@ mod tests {
     fn base64_round_trips_all_bytes() {
         let data: Vec<u8> = (0..=255u8).collect();
         for len in 0..data.len() {
-            assert_eq!(base64_decode(&base64_encode(&data[..len])).unwrap(), &data[..len]);
+            assert_eq!(
+                base64_decode(&base64_encode(&data[..len])).unwrap(),
+                &data[..len]
+            );
         }
     }
 

@@ -58,19 +58,22 @@
 //! }
 //! ```
 //!
-//! `path` is the raw (undecoded) path; `version` is `HTTP/1.0`, `HTTP/1.1` or `HTTP/2.0`.
+//! `path` is the raw (undecoded) path; `version` is `HTTP/1.0`, `HTTP/1.1` or `HTTP/2.0`
+//! (over HTTP/2 the authority travels in the URI, so there is no `host` header to echo).
 //! `args` holds the percent-decoded query pairs; header names are lowercase. In both, a
 //! repeated name's values are joined with `", "`. `body` is the body as UTF-8 text, or its
 //! standard base64 when it is not valid UTF-8, in which case `body_base64` is `true`.
 //!
 //! # Counting
 //!
-//! `requests` counts requests answered, except `/stats` and `/metrics`. `bytes_received` and
+//! `requests` counts requests dispatched to an endpoint other than `/stats` and `/metrics`
+//! (counted when dispatched, before any `delay_all`). `bytes_received` and
 //! `bytes_sent` are TCP payload bytes (below TLS and HTTP framing) and `connections` counts
 //! accepted connections, with one rule so that reading the stats does not disturb them:
 //!
 //! **A connection whose first request is `/stats` or `/metrics` is a monitoring connection:
-//! none of its bytes are counted and it is not counted as a connection.** Every other
+//! none of its bytes are counted and it is not counted as a connection** (requests to other
+//! endpoints it carries later still count in `requests`, their bytes do not). Every other
 //! connection counts all of its bytes, including those of any `/stats` request it carries
 //! later (that request is still not in `requests`). So reading `/stats` on a fresh connection
 //! (as the tests do, with `Connection: close`) is exact: `bytes_received`/`bytes_sent` equal
@@ -139,7 +142,10 @@ impl fmt::Debug for TlsIdentity {
     // Never print the key.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TlsIdentity")
-            .field("cert_chain_pem", &format_args!("{} bytes", self.cert_chain_pem.len()))
+            .field(
+                "cert_chain_pem",
+                &format_args!("{} bytes", self.cert_chain_pem.len()),
+            )
             .field("key_pem", &"<redacted>")
             .finish()
     }

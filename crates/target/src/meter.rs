@@ -228,7 +228,15 @@ mod tests {
         assert_eq!(g.snapshot().bytes_received, 10);
         m.record(5, &m.pending_tx, &g.bytes_sent);
         m.classify(true); // later requests do not reclassify
-        assert_eq!(g.snapshot(), Stats { requests: 0, bytes_received: 10, bytes_sent: 5, connections: 1 });
+        assert_eq!(
+            g.snapshot(),
+            Stats {
+                requests: 0,
+                bytes_received: 10,
+                bytes_sent: 5,
+                connections: 1
+            }
+        );
     }
 
     #[test]
@@ -247,6 +255,14 @@ mod tests {
         let (g, m) = meter();
         m.record(7, &m.pending_rx, &g.bytes_received);
         drop(m);
-        assert_eq!(g.snapshot(), Stats { requests: 0, bytes_received: 7, bytes_sent: 0, connections: 1 });
+        assert_eq!(
+            g.snapshot(),
+            Stats {
+                requests: 0,
+                bytes_received: 7,
+                bytes_sent: 0,
+                connections: 1
+            }
+        );
     }
 }

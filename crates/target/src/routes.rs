@@ -54,7 +54,10 @@ pub(crate) fn route(req: Request<Incoming>) -> Route {
             }
             method_not_allowed("POST, PUT")
         }
-        "/headers" => json(StatusCode::OK, &json!({ "headers": headers_json(req.headers()) })),
+        "/headers" => json(
+            StatusCode::OK,
+            &json!({ "headers": headers_json(req.headers()) }),
+        ),
         "/cookies" => cookies(&req),
         "/cookies/set" => cookies_set(&req),
         "/cookies/delete" => cookies_delete(&req),
@@ -67,7 +70,10 @@ pub(crate) fn route(req: Request<Incoming>) -> Route {
             if let Some(ms) = path.strip_prefix("/delay/") {
                 return match ms.parse::<u64>() {
                     Ok(ms) => Route::Delay(ms.min(MAX_DELAY_MS)),
-                    Err(_) => Route::Ready(error(StatusCode::BAD_REQUEST, "delay must be an integer number of milliseconds")),
+                    Err(_) => Route::Ready(error(
+                        StatusCode::BAD_REQUEST,
+                        "delay must be an integer number of milliseconds",
+                    )),
                 };
             }
             if let Some(n) = path.strip_prefix("/bytes/") {
@@ -115,16 +121,35 @@ pub(crate) fn monitoring(stats: bool, counters: &Counters) -> Resp {
     }
     let mut text = String::with_capacity(1024);
     for (name, help, value) in [
-        ("requests", "Requests answered, excluding /stats and /metrics.", s.requests),
-        ("bytes_received", "Bytes read from client sockets (TCP payload).", s.bytes_received),
-        ("bytes_sent", "Bytes written to client sockets (TCP payload).", s.bytes_sent),
-        ("connections", "Connections accepted, excluding monitoring connections.", s.connections),
+        (
+            "requests",
+            "Requests answered, excluding /stats and /metrics.",
+            s.requests,
+        ),
+        (
+            "bytes_received",
+            "Bytes read from client sockets (TCP payload).",
+            s.bytes_received,
+        ),
+        (
+            "bytes_sent",
+            "Bytes written to client sockets (TCP payload).",
+            s.bytes_sent,
+        ),
+        (
+            "connections",
+            "Connections accepted, excluding monitoring connections.",
+            s.connections,
+        ),
     ] {
         text.push_str(&format!(
             "# HELP volley_target_{name}_total {help}\n# TYPE volley_target_{name}_total counter\nvolley_target_{name}_total {value}\n"
         ));
     }
-    with_type(Response::new(text.into()), "text/plain; version=0.0.4; charset=utf-8")
+    with_type(
+        Response::new(text.into()),
+        "text/plain; version=0.0.4; charset=utf-8",
+    )
 }
 
 fn hello() -> Resp {
@@ -152,7 +177,10 @@ fn error(status: StatusCode, message: &str) -> Resp {
 }
 
 fn not_found(path: &str) -> Resp {
-    json(StatusCode::NOT_FOUND, &json!({ "error": "not found", "path": path }))
+    json(
+        StatusCode::NOT_FOUND,
+        &json!({ "error": "not found", "path": path }),
+    )
 }
 
 fn method_not_allowed(allow: &'static str) -> Resp {
@@ -259,9 +287,15 @@ fn bytes(n: &str) -> Resp {
         return error(StatusCode::BAD_REQUEST, "length must be an integer");
     };
     if n > MAX_BYTES {
-        return error(StatusCode::BAD_REQUEST, "length must be at most 1073741824 (1 GiB)");
+        return error(
+            StatusCode::BAD_REQUEST,
+            "length must be at most 1073741824 (1 GiB)",
+        );
     }
-    let mut resp = with_type(Response::new(RespBody::pattern(n)), "application/octet-stream");
+    let mut resp = with_type(
+        Response::new(RespBody::pattern(n)),
+        "application/octet-stream",
+    );
     resp.headers_mut()
         .insert(header::CONTENT_LENGTH, HeaderValue::from(n));
     resp
@@ -270,7 +304,12 @@ fn bytes(n: &str) -> Resp {
 fn status(code: &str) -> Resp {
     let code = match code.parse::<u16>() {
         Ok(c) if (200..=599).contains(&c) => c,
-        _ => return error(StatusCode::BAD_REQUEST, "status must be an integer in 200..=599"),
+        _ => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "status must be an integer in 200..=599",
+            )
+        }
     };
     let status = StatusCode::from_u16(code).expect("200..=599 is a valid status");
     if matches!(code, 204 | 205 | 304) {
@@ -284,12 +323,16 @@ fn status(code: &str) -> Resp {
 
 fn redirect(n: &str) -> Resp {
     let Some(n) = n.parse::<u32>().ok().filter(|&n| n >= 1) else {
-        return error(StatusCode::BAD_REQUEST, "redirect count must be a positive integer");
+        return error(
+            StatusCode::BAD_REQUEST,
+            "redirect count must be a positive integer",
+        );
     };
     let location = if n == 1 {
         HeaderValue::from_static("/get")
     } else {
-        HeaderValue::try_from(format!("/redirect/{}", n - 1)).expect("an ASCII path is a valid header")
+        HeaderValue::try_from(format!("/redirect/{}", n - 1))
+            .expect("an ASCII path is a valid header")
     };
     redirect_response(StatusCode::FOUND, location)
 }
@@ -308,7 +351,10 @@ fn redirect_to(req: &Request<Incoming>) -> Resp {
         }
     }
     let Some(location) = url.and_then(|u| HeaderValue::from_str(&u).ok()) else {
-        return error(StatusCode::BAD_REQUEST, "url query parameter missing or invalid");
+        return error(
+            StatusCode::BAD_REQUEST,
+            "url query parameter missing or invalid",
+        );
     };
     let status = StatusCode::from_u16(code).expect("3xx is a valid status");
     redirect_response(status, location)
@@ -331,8 +377,10 @@ fn credentials<'a>(req: &'a Request<Incoming>, scheme: &str) -> Option<&'a str> 
 
 fn unauthorized(challenge: &'static str) -> Resp {
     let mut resp = json(StatusCode::UNAUTHORIZED, &json!({ "authenticated": false }));
-    resp.headers_mut()
-        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+    resp.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(challenge),
+    );
     resp
 }
 
@@ -347,7 +395,10 @@ fn basic_auth(req: &Request<Incoming>, creds: &str) -> Resp {
         .and_then(codec::base64_decode)
         .is_some_and(|got| got == expected.as_bytes());
     if ok {
-        json(StatusCode::OK, &json!({ "authenticated": true, "user": user }))
+        json(
+            StatusCode::OK,
+            &json!({ "authenticated": true, "user": user }),
+        )
     } else {
         unauthorized("Basic realm=\"volley\"")
     }
@@ -355,13 +406,20 @@ fn basic_auth(req: &Request<Incoming>, creds: &str) -> Resp {
 
 fn bearer(req: &Request<Incoming>) -> Resp {
     match credentials(req, "Bearer") {
-        Some(token) => json(StatusCode::OK, &json!({ "authenticated": true, "token": token })),
+        Some(token) => json(
+            StatusCode::OK,
+            &json!({ "authenticated": true, "token": token }),
+        ),
         None => unauthorized("Bearer"),
     }
 }
 
 fn request_cookies(req: &Request<Incoming>) -> Map<String, Value> {
-    let values = req.headers().get_all(header::COOKIE).iter().map(HeaderValue::as_bytes);
+    let values = req
+        .headers()
+        .get_all(header::COOKIE)
+        .iter()
+        .map(HeaderValue::as_bytes);
     codec::parse_cookies(values)
         .into_iter()
         .map(|(k, v)| (k, Value::String(v)))
@@ -405,7 +463,10 @@ fn cookies_delete(req: &Request<Incoming>) -> Resp {
         .map(|(k, _)| k)
         .collect();
     if let Some(k) = names.iter().find(|k| !codec::valid_cookie_name(k)) {
-        return error(StatusCode::BAD_REQUEST, &format!("invalid cookie name {k:?}"));
+        return error(
+            StatusCode::BAD_REQUEST,
+            &format!("invalid cookie name {k:?}"),
+        );
     }
     let mut jar = request_cookies(req);
     let mut resp_headers = Vec::with_capacity(names.len());

@@ -47,7 +47,11 @@ impl Shared {
 
 /// Accepts until `stop` resolves. Open connections are not waited for: the caller drops the
 /// runtime, which ends them.
-pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, stop: impl Future<Output = ()>) {
+pub(crate) async fn serve(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    stop: impl Future<Output = ()>,
+) {
     tokio::pin!(stop);
     loop {
         let accepted = tokio::select! {
@@ -79,11 +83,19 @@ async fn serve_conn(tcp: TcpStream, shared: Arc<Shared>) {
     // Errors here (resets, malformed requests, failed handshakes) concern only this client.
     match &shared.tls {
         None => {
-            let _ = shared.http.serve_connection(TokioIo::new(io), service).await;
+            let _ = shared
+                .http
+                .serve_connection(TokioIo::new(io), service)
+                .await;
         }
         Some(acceptor) => {
-            if let Ok(Ok(tls)) = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(io)).await {
-                let _ = shared.http.serve_connection(TokioIo::new(tls), service).await;
+            if let Ok(Ok(tls)) =
+                tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(io)).await
+            {
+                let _ = shared
+                    .http
+                    .serve_connection(TokioIo::new(tls), service)
+                    .await;
             }
         }
     }
@@ -110,7 +122,9 @@ impl Service<Request<Incoming>> for ConnService {
         if monitoring {
             return RespFuture::Ready(Some(routes::monitoring(path == "/stats", counters)));
         }
-        counters.requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        counters
+            .requests
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         match self.delay_all {
             None => match routes::route(req) {
                 Route::Ready(resp) => RespFuture::Ready(Some(resp)),
@@ -135,7 +149,9 @@ impl Future for RespFuture {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.get_mut() {
-            RespFuture::Ready(resp) => Poll::Ready(Ok(resp.take().expect("RespFuture polled after completion"))),
+            RespFuture::Ready(resp) => {
+                Poll::Ready(Ok(resp.take().expect("RespFuture polled after completion")))
+            }
             RespFuture::Boxed(fut) => fut.as_mut().poll(cx).map(Ok),
         }
     }

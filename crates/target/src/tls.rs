@@ -19,9 +19,13 @@ pub(crate) fn acceptor(identity: &TlsIdentity) -> io::Result<TlsAcceptor> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| invalid("TLS certificate chain", e))?;
     if certs.is_empty() {
-        return Err(invalid("TLS certificate chain", "no CERTIFICATE block found"));
+        return Err(invalid(
+            "TLS certificate chain",
+            "no CERTIFICATE block found",
+        ));
     }
-    let key = PrivateKeyDer::from_pem_slice(&identity.key_pem).map_err(|e| invalid("TLS private key", e))?;
+    let key = PrivateKeyDer::from_pem_slice(&identity.key_pem)
+        .map_err(|e| invalid("TLS private key", e))?;
     // The provider is named explicitly so the process-wide default (which another crate might
     // install, or leave ambiguous) does not matter.
     let provider = Arc::new(rustls::crypto::ring::default_provider());

@@ -42,8 +42,12 @@ impl Resp {
     }
 
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "body is not JSON ({e}): {:?}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
     }
 
     pub fn text(&self) -> &str {
@@ -76,7 +80,16 @@ pub fn request(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) 
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
     pub fn new(io: S) -> Self {
-        Client { io, buf: Vec::new(), written: 0, read: 0 }
+        Client {
+            io,
+            buf: Vec::new(),
+            written: 0,
+            read: 0,
+        }
+    }
+
+    pub fn into_inner(self) -> S {
+        self.io
     }
 
     pub async fn send(&mut self, bytes: &[u8]) {
@@ -89,13 +102,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
 
     /// Reads more bytes into the buffer; returns false at EOF.
     async fn fill(&mut self) -> bool {
-        let mut chunk = [0u8; 64 * 1024];
-        let n = tokio::time::timeout(IO_TIMEOUT, self.io.read(&mut chunk))
+        // Straight into the buffer's spare capacity: a stack array would bloat every future
+        // that awaits this.
+        self.buf.reserve(64 * 1024);
+        let n = tokio::time::timeout(IO_TIMEOUT, self.io.read_buf(&mut self.buf))
             .await
             .expect("read timed out")
             .expect("read");
         self.read += n as u64;
-        self.buf.extend_from_slice(&chunk[..n]);
         n > 0
     }
 
@@ -106,7 +120,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
                 break i + 4;
             }
             assert!(self.buf.len() < MAX_HEAD, "response head too large");
-            assert!(self.fill().await, "EOF before response head: {:?}", String::from_utf8_lossy(&self.buf));
+            assert!(
+                self.fill().await,
+                "EOF before response head: {:?}",
+                String::from_utf8_lossy(&self.buf)
+            );
         };
         let head = String::from_utf8(self.buf[..head_end].to_vec()).expect("ASCII head");
         let mut lines = head.split("\r\n");
@@ -124,7 +142,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
             })
             .collect();
         self.buf.drain(..head_end);
-        let mut resp = Resp { status, headers, body: Vec::new() };
+        let mut resp = Resp {
+            status,
+            headers,
+            body: Vec::new(),
+        };
         if head_only || matches!(status, 100..=199 | 204 | 304) {
             return resp;
         }
@@ -145,7 +167,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
         resp
     }
 
-    pub async fn call(&mut self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+    pub async fn call(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Resp {
         self.send(&request(method, path, headers, body)).await;
         self.response(method == "HEAD").await
     }
@@ -154,14 +182,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
         self.call("GET", path, &[], b"").await
     }
 
-    /// True once the server has closed the connection (and sent nothing more).
-    pub async fn at_eof(&mut self) -> bool {
-        self.buf.is_empty() && !self.fill().await
+    /// Reads (and counts) whatever the server still sends, until it closes.
+    pub async fn drain_to_eof(&mut self) {
+        while self.fill().await {}
+        self.buf.clear();
     }
 }
 
 /// One request on a fresh connection that is closed afterwards.
-pub async fn once(addr: std::net::SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+pub async fn once(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Resp {
     let mut c = connect(addr).await;
     let mut headers = headers.to_vec();
     headers.push(("Connection", "close"));

@@ -24,7 +24,11 @@ async fn bytes_streams_exact_length_and_pattern() {
     assert_eq!(r.header("content-length"), Some("1048576"));
     assert_eq!(r.body.len(), 1_048_576);
     // Every byte, so frame boundaries (every 64 KiB) continue the pattern.
-    assert!(r.body.iter().enumerate().all(|(i, &b)| b == pattern_byte(i as u64)));
+    assert!(r
+        .body
+        .iter()
+        .enumerate()
+        .all(|(i, &b)| b == pattern_byte(i as u64)));
     assert!(r.body.starts_with(b"abcdefghijklmnopqrstuvwxyzabc"));
 
     let r = get(t.local_addr(), "/bytes/0").await;
@@ -54,7 +58,11 @@ async fn status_returns_the_code() {
     assert_eq!((r.status, r.body.len()), (204, 0));
     assert_eq!(get(t.local_addr(), "/status/503").await.status, 503);
     for bad in ["100", "199", "600", "abc", ""] {
-        assert_eq!(get(t.local_addr(), &format!("/status/{bad}")).await.status, 400, "{bad}");
+        assert_eq!(
+            get(t.local_addr(), &format!("/status/{bad}")).await.status,
+            400,
+            "{bad}"
+        );
     }
 }
 
@@ -64,7 +72,14 @@ async fn echo_returns_method_and_body_for_every_method() {
     let mut c = connect(t.local_addr()).await;
     for method in ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"] {
         let body = format!("hello {method}");
-        let r = c.call(method, "/echo?x=1", &[("Content-Type", "text/plain")], body.as_bytes()).await;
+        let r = c
+            .call(
+                method,
+                "/echo?x=1",
+                &[("Content-Type", "text/plain")],
+                body.as_bytes(),
+            )
+            .await;
         assert_eq!(r.status, 200, "{method}");
         let j = r.json();
         assert_eq!(j["method"], method);
@@ -109,7 +124,8 @@ async fn echo_rejects_bodies_over_16_mib() {
     let t = target();
     let mut c = connect(t.local_addr()).await;
     // The declared length alone is enough to refuse; the body is never sent.
-    c.send(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 16777217\r\n\r\n").await;
+    c.send(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 16777217\r\n\r\n")
+        .await;
     let r = c.response(false).await;
     assert_eq!(r.status, 413);
     assert_eq!(r.header("connection"), Some("close"));
@@ -144,16 +160,36 @@ async fn cookies_read_set_and_delete() {
     let r = once(addr, "GET", "/cookies", &[("Cookie", "a=1; b=2")], b"").await;
     assert_eq!(r.json(), json!({ "cookies": { "a": "1", "b": "2" } }));
 
-    let r = once(addr, "GET", "/cookies/set?x=1&y=2", &[("Cookie", "a=1")], b"").await;
+    let r = once(
+        addr,
+        "GET",
+        "/cookies/set?x=1&y=2",
+        &[("Cookie", "a=1")],
+        b"",
+    )
+    .await;
     assert_eq!(r.status, 200);
     assert_eq!(r.all("set-cookie"), ["x=1; Path=/", "y=2; Path=/"]);
-    assert_eq!(r.json(), json!({ "cookies": { "a": "1", "x": "1", "y": "2" } }));
+    assert_eq!(
+        r.json(),
+        json!({ "cookies": { "a": "1", "x": "1", "y": "2" } })
+    );
 
-    let r = once(addr, "GET", "/cookies/delete?a", &[("Cookie", "a=1; b=2")], b"").await;
+    let r = once(
+        addr,
+        "GET",
+        "/cookies/delete?a",
+        &[("Cookie", "a=1; b=2")],
+        b"",
+    )
+    .await;
     assert_eq!(r.status, 200);
     let set = r.all("set-cookie");
     assert_eq!(set.len(), 1);
-    assert!(set[0].starts_with("a=;") && set[0].contains("Max-Age=0"), "{set:?}");
+    assert!(
+        set[0].starts_with("a=;") && set[0].contains("Max-Age=0"),
+        "{set:?}"
+    );
     assert_eq!(r.json(), json!({ "cookies": { "b": "2" } }));
 
     assert_eq!(get(addr, "/cookies/set?bad%3Bname=1").await.status, 400);
@@ -164,17 +200,38 @@ async fn basic_auth_accepts_only_matching_credentials() {
     let t = target();
     let addr = t.local_addr();
     // base64("user:pass")
-    let r = once(addr, "GET", "/basic-auth/user/pass", &[("Authorization", "Basic dXNlcjpwYXNz")], b"").await;
+    let r = once(
+        addr,
+        "GET",
+        "/basic-auth/user/pass",
+        &[("Authorization", "Basic dXNlcjpwYXNz")],
+        b"",
+    )
+    .await;
     assert_eq!(r.status, 200);
     assert_eq!(r.json(), json!({ "authenticated": true, "user": "user" }));
 
-    let r = once(addr, "GET", "/basic-auth/user/other", &[("Authorization", "Basic dXNlcjpwYXNz")], b"").await;
+    let r = once(
+        addr,
+        "GET",
+        "/basic-auth/user/other",
+        &[("Authorization", "Basic dXNlcjpwYXNz")],
+        b"",
+    )
+    .await;
     assert_eq!(r.status, 401);
     assert_eq!(r.header("www-authenticate"), Some("Basic realm=\"volley\""));
     assert_eq!(r.json(), json!({ "authenticated": false }));
 
     assert_eq!(get(addr, "/basic-auth/user/pass").await.status, 401);
-    let r = once(addr, "GET", "/basic-auth/user/pass", &[("Authorization", "Basic !!!")], b"").await;
+    let r = once(
+        addr,
+        "GET",
+        "/basic-auth/user/pass",
+        &[("Authorization", "Basic !!!")],
+        b"",
+    )
+    .await;
     assert_eq!(r.status, 401);
 }
 
@@ -182,13 +239,30 @@ async fn basic_auth_accepts_only_matching_credentials() {
 async fn bearer_requires_a_token() {
     let t = target();
     let addr = t.local_addr();
-    let r = once(addr, "GET", "/bearer", &[("Authorization", "Bearer abc.def")], b"").await;
+    let r = once(
+        addr,
+        "GET",
+        "/bearer",
+        &[("Authorization", "Bearer abc.def")],
+        b"",
+    )
+    .await;
     assert_eq!(r.status, 200);
-    assert_eq!(r.json(), json!({ "authenticated": true, "token": "abc.def" }));
+    assert_eq!(
+        r.json(),
+        json!({ "authenticated": true, "token": "abc.def" })
+    );
     let r = get(addr, "/bearer").await;
     assert_eq!(r.status, 401);
     assert_eq!(r.header("www-authenticate"), Some("Bearer"));
-    let r = once(addr, "GET", "/bearer", &[("Authorization", "Basic dXNlcjpwYXNz")], b"").await;
+    let r = once(
+        addr,
+        "GET",
+        "/bearer",
+        &[("Authorization", "Basic dXNlcjpwYXNz")],
+        b"",
+    )
+    .await;
     assert_eq!(r.status, 401);
 }
 
@@ -216,13 +290,20 @@ async fn redirect_chain_ends_at_get() {
 async fn redirect_to_uses_url_and_status() {
     let t = target();
     let addr = t.local_addr();
-    let r = get(addr, "/redirect-to?url=https%3A%2F%2Fexample.com%2Fx&status_code=307").await;
+    let r = get(
+        addr,
+        "/redirect-to?url=https%3A%2F%2Fexample.com%2Fx&status_code=307",
+    )
+    .await;
     assert_eq!(r.status, 307);
     assert_eq!(r.header("location"), Some("https://example.com/x"));
     let r = get(addr, "/redirect-to?url=/get").await;
     assert_eq!((r.status, r.header("location")), (302, Some("/get")));
     assert_eq!(get(addr, "/redirect-to").await.status, 400);
-    assert_eq!(get(addr, "/redirect-to?url=/&status_code=200").await.status, 400);
+    assert_eq!(
+        get(addr, "/redirect-to?url=/&status_code=200").await.status,
+        400
+    );
 }
 
 #[tokio::test]
@@ -241,7 +322,8 @@ async fn upload_counts_a_5_mib_body_sent_in_pieces() {
     assert_eq!(r.json(), json!({ "bytes": 5_242_880 }));
 
     // Chunked transfer encoding works too, on the same connection.
-    c.send(b"PUT /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n").await;
+    c.send(b"PUT /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .await;
     c.send(b"5\r\nhello\r\n").await;
     c.send(b"6\r\n world\r\n0\r\n\r\n").await;
     assert_eq!(c.response(false).await.json(), json!({ "bytes": 11 }));
@@ -266,20 +348,39 @@ async fn metrics_is_prometheus_text() {
     get(t.local_addr(), "/status/500").await;
     let r = get(t.local_addr(), "/metrics").await;
     assert_eq!(r.status, 200);
-    assert!(r.header("content-type").unwrap().starts_with("text/plain; version=0.0.4"));
+    assert!(r
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/plain; version=0.0.4"));
     let text = r.text();
-    assert!(text.contains("# TYPE volley_target_requests_total counter\n"), "{text}");
-    assert!(text.contains("\nvolley_target_requests_total 2\n"), "{text}");
-    assert!(text.contains("\nvolley_target_connections_total 2\n"), "{text}");
+    assert!(
+        text.contains("# TYPE volley_target_requests_total counter\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nvolley_target_requests_total 2\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nvolley_target_connections_total 2\n"),
+        "{text}"
+    );
     for name in ["bytes_received", "bytes_sent"] {
-        assert!(text.contains(&format!("\nvolley_target_{name}_total ")), "{text}");
+        assert!(
+            text.contains(&format!("\nvolley_target_{name}_total ")),
+            "{text}"
+        );
     }
 }
 
 #[tokio::test]
 async fn delay_all_slows_everything_but_monitoring() {
     let delay = Duration::from_millis(300);
-    let t = crate::spawn(crate::TargetConfig { delay_all: Some(delay), ..Default::default() }).unwrap();
+    let t = crate::spawn(crate::TargetConfig {
+        delay_all: Some(delay),
+        ..Default::default()
+    })
+    .unwrap();
     let start = Instant::now();
     assert_eq!(get(t.local_addr(), "/").await.status, 200);
     assert!(start.elapsed() >= delay);
