@@ -39,7 +39,7 @@ pub struct HttpArgs {
     pub connections: u64,
 
     /// How long to run, e.g. 10s, 1m30s, 500ms (default 10s unless -n is given)
-    #[arg(short = 'z', long, value_parser = crate::http_cmd::parse_duration)]
+    #[arg(short = 'z', long, value_parser = volley_engine::parse_duration)]
     pub duration: Option<std::time::Duration>,
 
     /// Total requests to send (stops at whichever of -z/-n comes first)
@@ -63,11 +63,11 @@ pub struct HttpArgs {
     pub body_file: Option<PathBuf>,
 
     /// Per-request timeout (send to last byte)
-    #[arg(long, default_value = "30s", value_parser = crate::http_cmd::parse_duration)]
+    #[arg(long, default_value = "30s", value_parser = volley_engine::parse_duration)]
     pub timeout: std::time::Duration,
 
     /// TCP connect + TLS handshake timeout
-    #[arg(long, default_value = "10s", value_parser = crate::http_cmd::parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = volley_engine::parse_duration)]
     pub connect_timeout: std::time::Duration,
 
     /// Open a new connection for every request
@@ -94,8 +94,34 @@ pub struct HttpArgs {
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
 
+    /// HTTP/1.1 pipelining: requests per connection written back to back in one write
+    #[arg(short = 'p', long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub pipeline: u64,
+
+    /// Open model: send R requests/s in total, on schedule however slow the server is
+    #[arg(short = 'q', long, value_name = "R")]
+    pub rate: Option<f64>,
+
+    /// Open model with linear ramps, e.g. 100:10s,2000:30s,0:10s (starts from -q, default 0)
+    #[arg(long, value_name = "RATE:DUR,...")]
+    pub rate_stages: Option<String>,
+
+    /// Open model: connections may grow up to this many when all are busy (default: 10 × -c,
+    /// at least 100)
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+
+    /// A/B mode: run the same load against this second URL too, alternating A B, and print
+    /// one side-by-side table
+    #[arg(long, value_name = "URL_B")]
+    pub vs: Option<String>,
+
+    /// A/B mode: rounds per side (≥ 2 to judge noise)
+    #[arg(long, default_value_t = 3, requires = "vs", value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub rounds: u64,
+
     /// No progress line and no text summary (errors still go to stderr)
-    #[arg(short = 'q', long)]
+    #[arg(long)]
     pub quiet: bool,
 }
 
@@ -130,7 +156,7 @@ pub struct SummaryArgs {
 #[derive(Args, Debug)]
 pub struct DemoArgs {
     /// How long the demo load runs
-    #[arg(short = 'z', long, default_value = "5s", value_parser = crate::http_cmd::parse_duration)]
+    #[arg(short = 'z', long, default_value = "5s", value_parser = volley_engine::parse_duration)]
     pub duration: std::time::Duration,
     /// Concurrent connections
     #[arg(short = 'c', long, default_value_t = 20)]

@@ -42,6 +42,9 @@ pub fn run(a: DemoArgs) -> i32 {
             cacert: None,
         },
         threads: 0,
+        pipeline: 1,
+        rate: None,
+        max_connections: a.connections.max(1),
         command: std::env::args().collect(),
     };
     let ctl = RunControl::new();

@@ -4,7 +4,7 @@ use crate::args::HttpArgs;
 use crate::{exit, signals};
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
-use volley_engine::{run_quick, Progress, QuickConfig, QuickSummary, RunControl};
+use volley_engine::{run_quick, Progress, QuickConfig, QuickSummary, RateSchedule, RunControl};
 use volley_http::{Body, Target, TlsOptions};
 
 /// Default load length when neither -z nor -n is given (as wrk).
@@ -18,6 +18,12 @@ pub fn run(a: HttpArgs) -> i32 {
     let ctl = RunControl::new();
     signals::install(ctl.clone());
     let live = !a.quiet && std::io::stderr().is_terminal();
+    if let Some(b) = &a.vs {
+        if let Err(e) = Target::parse(b) {
+            return exit::usage(&format!("--vs: {e}"));
+        }
+        return ab(&a, cfg, b, &ctl, live);
+    }
     let result = run_quick(&cfg, &ctl, |p| {
         if live {
             progress_line(p);
@@ -31,6 +37,77 @@ pub fn run(a: HttpArgs) -> i32 {
         Err(e) => return exit::fail(&e),
     };
     finish(&result, a.json, a.quiet, a.save.as_deref())
+}
+
+/// `--vs`: alternate A and B for `--rounds` rounds, then print one comparison.
+fn ab(a: &HttpArgs, cfg_a: QuickConfig, url_b: &str, ctl: &RunControl, live: bool) -> i32 {
+    let mut cfg_b = cfg_a.clone();
+    cfg_b.url = url_b.to_string();
+    let (mut ra, mut rb) = (Vec::new(), Vec::new());
+    'rounds: for round in 1..=a.rounds {
+        for (side, cfg, out) in [("A", &cfg_a, &mut ra), ("B", &cfg_b, &mut rb)] {
+            if ctl.is_stopped() {
+                break 'rounds;
+            }
+            if !a.quiet {
+                eprintln!("round {round}/{}: {side} = {}", a.rounds, cfg.url);
+            }
+            match run_quick(cfg, ctl, |p| {
+                if live {
+                    progress_line(p);
+                }
+            }) {
+                Ok(r) => out.push(r),
+                Err(e) => return exit::fail(&e),
+            }
+            if live {
+                eprint!("\r\x1b[2K");
+            }
+        }
+    }
+    let n = ra.len().min(rb.len());
+    if n == 0 {
+        return exit::fail("interrupted before a full A/B round completed");
+    }
+    ra.truncate(n);
+    rb.truncate(n);
+    let report = match volley_engine::AbReport::new(&ra, &rb) {
+        Ok(r) => r,
+        Err(e) => return exit::fail(&e),
+    };
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report.to_json()).unwrap_or_default()
+        );
+    } else if !a.quiet {
+        print!("{}", report.render_text());
+    }
+    if let Some(path) = &a.save {
+        let doc = serde_json::json!({
+            "format": "volley-ab",
+            "version": 1,
+            "a": ra,
+            "b": rb,
+            "comparison": report.rows,
+        });
+        let text = serde_json::to_vec_pretty(&doc).unwrap_or_default();
+        if let Err(e) = std::fs::write(path, text) {
+            return exit::fail(&format!("cannot save to {}: {e}", path.display()));
+        }
+    }
+    let errors = report
+        .a
+        .iter()
+        .chain(&report.b)
+        .any(|s| s.transport_errors() > 0);
+    if ctl.was_interrupted() {
+        exit::INTERRUPTED
+    } else if errors {
+        exit::REQUEST_ERRORS
+    } else {
+        exit::OK
+    }
 }
 
 /// Print and save a finished run; returns the exit code. Shared with `volley demo`.
@@ -122,8 +199,26 @@ fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
             return Err(format!("--cacert {}: no such file", p.display()));
         }
     }
+    let rate = match (a.rate, &a.rate_stages) {
+        (Some(r), _) if !(r.is_finite() && r >= 0.0) => {
+            return Err(format!(
+                "--rate {r} is not a rate: give requests per second, e.g. -q 1000"
+            ))
+        }
+        (Some(0.0), None) => return Err("--rate must be more than 0".into()),
+        (r, Some(spec)) => Some(RateSchedule::parse_stages(r.unwrap_or(0.0), spec)?),
+        (Some(r), None) => Some(RateSchedule::constant(r)),
+        (None, None) => None,
+    };
+    if a.pipeline > 1 && rate.is_some() {
+        return Err(
+            "--pipeline cannot be combined with -q/--rate-stages (pipelining is closed-model)"
+                .into(),
+        );
+    }
+    let staged = rate.as_ref().is_some_and(|r| r.duration().is_some());
     let duration = match (a.duration, a.requests) {
-        (None, None) => Some(DEFAULT_DURATION),
+        (None, None) if !staged => Some(DEFAULT_DURATION),
         (d, _) => d,
     };
     if duration == Some(Duration::ZERO) {
@@ -145,6 +240,11 @@ fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
             cacert: a.cacert.clone(),
         },
         threads: a.threads,
+        pipeline: a.pipeline as usize,
+        rate,
+        max_connections: a
+            .max_connections
+            .unwrap_or((a.connections as usize).saturating_mul(10).max(100)),
         command: std::env::args().collect(),
     })
 }
@@ -163,64 +263,4 @@ fn progress_line(p: &Progress) {
         p.errors,
     );
     let _ = std::io::stderr().flush();
-}
-
-/// `10s`, `1m30s`, `500ms`, `2h`, or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let hint = || format!("invalid duration '{s}': use e.g. 30s, 1m30s, 500ms or 2h");
-    if s.is_empty() {
-        return Err(hint());
-    }
-    if let Ok(secs) = s.parse::<f64>() {
-        return if secs.is_finite() && secs >= 0.0 {
-            Ok(Duration::from_secs_f64(secs))
-        } else {
-            Err(hint())
-        };
-    }
-    let mut total = 0f64;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(hint)?;
-        if num_len == 0 {
-            return Err(hint());
-        }
-        let n: f64 = rest[..num_len].parse().map_err(|_| hint())?;
-        rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let mult = match &rest[..unit_len] {
-            "ms" => 0.001,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            "us" | "µs" => 0.000_001,
-            _ => return Err(hint()),
-        };
-        total += n * mult;
-        rest = &rest[unit_len..];
-    }
-    Ok(Duration::from_secs_f64(total))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_duration;
-    use std::time::Duration;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
-        for bad in ["", "s", "10x", "-1", "1m30", "ten"] {
-            assert!(parse_duration(bad).is_err(), "{bad} should fail");
-        }
-    }
 }

@@ -1,7 +1,9 @@
 //! volley-engine: runs load and turns it into results.
 //!
 //! The engine knows nothing about JavaScript or the command line. Layout:
+//! - [`ab`]: A/B comparison of two targets over alternating rounds (`--vs`).
 //! - [`control`]: the stop switches a run shares with signal handlers (graceful, then hard).
+//! - [`rate`]: open-model pacing (constant rate or linear `target:duration` stages).
 //! - [`quick`]: quick mode (`volley http`): worker threads, each with a single-threaded tokio
 //!   runtime driving its share of the connections, recording into a thread-local
 //!   [`volley_metrics::Recorder`] that is handed to the coordinator once per second.
@@ -9,11 +11,17 @@
 //!   [`volley_metrics::RunResult`] alone, so `volley summary run.json` prints the same thing.
 //! - [`sys`]: process facts (peak RSS).
 
+pub mod ab;
 pub mod control;
+pub mod duration;
 pub mod quick;
+pub mod rate;
 pub mod summary;
 pub mod sys;
 
+pub use ab::AbReport;
 pub use control::RunControl;
+pub use duration::parse_duration;
 pub use quick::{run_quick, Progress, QuickConfig};
+pub use rate::RateSchedule;
 pub use summary::QuickSummary;

@@ -4,8 +4,16 @@
 //! runtime whose connection tasks share a `Recorder` through `Rc<RefCell<_>>`: recording is
 //! a plain memory write, and nothing crosses threads except one snapshot per worker per
 //! second. A `-n` budget is split between workers up front, so counting needs no atomics.
+//!
+//! Pacing: closed model (each connection sends its next request when the previous answer
+//! arrived, optionally `pipeline` at a time in one write) or open model (requests are due at
+//! times set by a [`RateSchedule`], whatever the server does). In the open model a request that
+//! starts late because every connection was busy is a *missed start*; its latency is also
+//! measured from the time it was due (`http_req_corrected`, coordinated omission corrected, as
+//! wrk2 does) beside the service time from the actual send (`http_req_duration`).
 
 use crate::control::RunControl;
+use crate::rate::RateSchedule;
 use crate::sys;
 use serde::Serialize;
 use std::cell::{Cell, RefCell};
@@ -15,8 +23,8 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use volley_http::{
-    Body, BodyMode, ConnectTimings, Connection, HttpError, Request, Response, Scheme, Target,
-    TlsOptions,
+    Body, BodyMode, ConnectTimings, Connection, HttpError, PipelineBatch, Request, Response,
+    Scheme, Target, TlsOptions,
 };
 use volley_metrics::{
     time, Aggregator, Handle, MetricKey, MetricKind, Recorder, RunMeta, RunResult, Snapshot, Unit,
@@ -40,6 +48,12 @@ pub struct QuickConfig {
     pub tls: TlsOptions,
     /// Worker threads; 0 = one per available core.
     pub threads: usize,
+    /// HTTP/1.1 pipelining depth (1 = none); closed model only.
+    pub pipeline: usize,
+    /// Open model: when requests are due. None = closed model.
+    pub rate: Option<RateSchedule>,
+    /// Open model: connections may grow up to this many when all are busy.
+    pub max_connections: usize,
     /// The command line, for the result file.
     pub command: Vec<String>,
 }
@@ -60,6 +74,9 @@ struct ResolvedOptions<'a> {
     insecure: bool,
     cacert: Option<String>,
     threads: usize,
+    pipeline: usize,
+    rate: Option<&'a RateSchedule>,
+    max_connections: Option<usize>,
 }
 
 /// Live numbers, passed to the progress callback once per finished second.
@@ -91,9 +108,11 @@ enum Msg {
 /// host); request failures are counted in the result instead.
 pub fn run_quick(
     cfg: &QuickConfig,
-    ctl: &RunControl,
+    user_ctl: &RunControl,
     mut on_progress: impl FnMut(&Progress),
 ) -> Result<RunResult, String> {
+    // The run's own deadline stops this child; Ctrl-C on the caller's control stops it too.
+    let ctl = &user_ctl.child();
     let target = Target::parse(&cfg.url).map_err(|e| e.to_string())?;
     let addrs = resolve(&target)?;
     let tls = match target.scheme {
@@ -107,6 +126,20 @@ pub fn run_quick(
         cfg.body.clone(),
         cfg.keepalive,
     )?;
+    let pipeline = cfg.pipeline.max(1);
+    if pipeline > 1 && cfg.rate.is_some() {
+        return Err(
+            "--pipeline cannot be combined with an open-model rate (-q/--rate-stages)".into(),
+        );
+    }
+    // One batch per depth, so the tail of a -n budget can still go out in one write.
+    let batches = if pipeline > 1 {
+        (1..=pipeline)
+            .map(|d| PipelineBatch::new(&request, d))
+            .collect::<Result<Vec<_>, _>>()?
+    } else {
+        Vec::new()
+    };
     let connections = cfg.connections.max(1);
     let threads = match cfg.threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -114,19 +147,34 @@ pub fn run_quick(
     }
     .min(connections);
 
-    let shared = Arc::new(Shared {
+    let mut shared = Shared {
         target,
         addrs,
         tls,
         request,
+        batches,
+        rate: cfg.rate.clone(),
+        workers: threads,
+        max_conns_per_worker: 0,
         timeout: cfg.timeout,
         connect_timeout: cfg.connect_timeout,
         keepalive: cfg.keepalive,
         ctl: ctl.clone(),
-    });
+        start: Instant::now(),
+        end: None,
+    };
+    shared.max_conns_per_worker = cfg.max_connections.max(connections).div_ceil(threads);
 
     let started_wall = SystemTime::now();
     let start = Instant::now();
+    // The schedule's own end (rate stages) and -z both end the run; whichever is first.
+    let duration = match (cfg.duration, cfg.rate.as_ref().and_then(|r| r.duration())) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    shared.start = start;
+    shared.end = duration.map(|d| start + d);
+    let shared = Arc::new(shared);
     let (tx, rx) = mpsc::channel();
     let mut joins = Vec::new();
     for w in 0..threads {
@@ -135,13 +183,13 @@ pub fn run_quick(
         let (shared, tx) = (shared.clone(), tx.clone());
         let j = std::thread::Builder::new()
             .name(format!("volley-worker-{w}"))
-            .spawn(move || worker(w, shared, conns, quota, start, tx))
+            .spawn(move || worker(w, shared, conns, quota, tx))
             .map_err(|e| format!("cannot start worker thread: {e}"))?;
         joins.push(j);
     }
     drop(tx);
 
-    let deadline = cfg.duration.map(|d| start + d);
+    let deadline = shared.end;
     let mut agg = Aggregator::new(threads, volley_metrics::series::DEFAULT_MAX_POINTS);
     let mut done = 0;
     let mut last_reported = 0;
@@ -170,7 +218,7 @@ pub fn run_quick(
         let points = agg.series().points.len();
         if points != last_reported {
             last_reported = points;
-            on_progress(&progress(&agg, start, cfg.duration));
+            on_progress(&progress(&agg, start, duration));
         }
     }
     // The load ends when the last in-flight request ended, not when the coordinator noticed.
@@ -199,6 +247,12 @@ pub fn run_quick(
         insecure: cfg.tls.insecure,
         cacert: cfg.tls.cacert.as_ref().map(|p| p.display().to_string()),
         threads,
+        pipeline: cfg.pipeline.max(1),
+        rate: cfg.rate.as_ref(),
+        max_connections: cfg
+            .rate
+            .as_ref()
+            .map(|_| cfg.max_connections.max(connections)),
     };
     let (s_ms, e_ms) = (time::unix_ms(started_wall), time::unix_ms(ended_wall));
     let meta = RunMeta {
@@ -274,14 +328,23 @@ struct Shared {
     addrs: Vec<SocketAddr>,
     tls: Option<Arc<rustls::ClientConfig>>,
     request: Request,
+    /// `batches[d - 1]` pipelines `d` requests; empty without pipelining.
+    batches: Vec<PipelineBatch>,
+    rate: Option<RateSchedule>,
+    workers: usize,
+    max_conns_per_worker: usize,
     timeout: Duration,
     connect_timeout: Duration,
     keepalive: bool,
     ctl: RunControl,
+    start: Instant,
+    /// No request may be *due* at or after this instant (-z or the end of the stages).
+    end: Option<Instant>,
 }
 
 /// Per-worker state: the shared config plus this thread's recorder and budget.
 struct Worker {
+    id: usize,
     shared: Arc<Shared>,
     rec: RefCell<Recorder>,
     h: Handles,
@@ -290,79 +353,162 @@ struct Worker {
     /// Requests this worker may still start (`-n`), or None for unbounded.
     quota: Cell<Option<u64>>,
     next_addr: Cell<usize>,
+    /// Open model: this worker's next arrival index (it owns every `workers`-th one).
+    next_arrival: Cell<u64>,
+    /// Open model: live connection tasks, to grow the pool when all are busy.
+    live_conns: Cell<usize>,
+    /// Open model: when this worker stopped claiming arrivals (for counting dropped ones).
+    stopped_at: Cell<Option<Instant>>,
 }
 
 /// Handles of the series every request records into, resolved once per worker.
 struct Handles {
     duration: Handle,
     waiting: Handle,
+    corrected: Handle,
     connecting: Handle,
     tls: Handle,
     failed: Handle,
     sent: Handle,
     received: Handle,
     conns: Handle,
+    missed: Handle,
 }
 
+/// When (and whether) the next request may start.
+#[derive(Clone, Copy)]
+struct Slot {
+    /// Open model: the instant it was due.
+    due: Option<Instant>,
+    /// Open model: the slot was claimed after it was due (no connection was free).
+    late: bool,
+}
+
+/// Lateness we forgive as timer granularity (tokio's timer wheel ticks in milliseconds)
+/// rather than count as a missed start.
+const TIMER_SLACK: Duration = Duration::from_millis(2);
+
 impl Worker {
-    fn new(shared: Arc<Shared>, quota: Option<u64>, first_addr: usize) -> Worker {
+    fn new(id: usize, shared: Arc<Shared>, quota: Option<u64>) -> Worker {
         let mut rec = Recorder::new();
         let mut t = |name: &str| rec.handle(MetricKey::new(name), MetricKind::Trend, Unit::Time);
-        let (duration, waiting, connecting, tls) = (
+        let (duration, waiting, corrected, connecting, tls) = (
             t("http_req_duration"),
             t("http_req_waiting"),
+            t("http_req_corrected"),
             t("http_req_connecting"),
             t("http_req_tls_handshaking"),
         );
-        let failed = rec.handle(
-            MetricKey::new("http_req_failed"),
-            MetricKind::Rate,
-            Unit::Default,
-        );
-        let sent = rec.handle(MetricKey::new("data_sent"), MetricKind::Counter, Unit::Data);
-        let received = rec.handle(
-            MetricKey::new("data_received"),
-            MetricKind::Counter,
-            Unit::Data,
-        );
-        let conns = rec.handle(
-            MetricKey::new("connections_opened"),
-            MetricKind::Counter,
-            Unit::Default,
-        );
+        let mut c = |name: &str, kind, unit| rec.handle(MetricKey::new(name), kind, unit);
+        let failed = c("http_req_failed", MetricKind::Rate, Unit::Default);
+        let sent = c("data_sent", MetricKind::Counter, Unit::Data);
+        let received = c("data_received", MetricKind::Counter, Unit::Data);
+        let conns = c("connections_opened", MetricKind::Counter, Unit::Default);
+        let missed = c("missed_starts", MetricKind::Counter, Unit::Default);
         Worker {
+            id,
             shared,
             rec: RefCell::new(rec),
             h: Handles {
                 duration,
                 waiting,
+                corrected,
                 connecting,
                 tls,
                 failed,
                 sent,
                 received,
                 conns,
+                missed,
             },
             status: RefCell::new(vec![None; 1000]),
             quota: Cell::new(quota),
-            next_addr: Cell::new(first_addr),
+            next_addr: Cell::new(id),
+            next_arrival: Cell::new(0),
+            live_conns: Cell::new(0),
+            stopped_at: Cell::new(None),
         }
     }
 
-    /// Claim the right to start one more request.
+    /// Claim up to `want` requests from the `-n` budget; 0 means stop.
     #[inline]
-    fn take_one(&self) -> bool {
+    fn take(&self, want: u64) -> u64 {
         if self.shared.ctl.is_stopped() {
-            return false;
+            return 0;
         }
         match self.quota.get() {
-            None => true,
-            Some(0) => false,
+            None => want,
             Some(n) => {
-                self.quota.set(Some(n - 1));
-                true
+                let k = n.min(want);
+                self.quota.set(Some(n - k));
+                k
             }
         }
+    }
+
+    /// Wait for this connection's next start. Closed model: now, while budget and time are
+    /// left. Open model: claim the next due arrival and sleep until it is due.
+    async fn next_slot(&self) -> Option<Slot> {
+        let s = &self.shared;
+        let Some(rate) = &s.rate else {
+            return (self.take(1) == 1).then_some(Slot {
+                due: None,
+                late: false,
+            });
+        };
+        if s.ctl.is_stopped() {
+            self.mark_stopped(Instant::now());
+            return None;
+        }
+        let local = self.next_arrival.get();
+        let at = rate.arrival(local * s.workers as u64 + self.id as u64)?;
+        let due = s.start + Duration::from_secs_f64(at);
+        if let Some(end) = s.end.filter(|end| due >= *end) {
+            self.mark_stopped(end);
+            return None;
+        }
+        if self.take(1) == 0 {
+            return None;
+        }
+        self.next_arrival.set(local + 1);
+        let now = Instant::now();
+        let late = now > due + TIMER_SLACK;
+        if due > now {
+            tokio::time::sleep_until(due.into()).await;
+        }
+        Some(Slot {
+            due: Some(due),
+            late,
+        })
+    }
+
+    fn mark_stopped(&self, at: Instant) {
+        if self.stopped_at.get().is_none_or(|t| at < t) {
+            self.stopped_at.set(Some(at));
+        }
+    }
+
+    /// Open model: arrivals of this worker that fell due before it stopped but never started
+    /// (k6's dropped_iterations); recorded once, when the worker ends.
+    fn record_dropped(&self) {
+        let (Some(rate), Some(at)) = (&self.shared.rate, self.stopped_at.get()) else {
+            return;
+        };
+        let due_total = rate.arrivals_before((at - self.shared.start).as_secs_f64());
+        let (w, n) = (self.id as u64, self.shared.workers as u64);
+        let mine = if due_total > w {
+            (due_total - w).div_ceil(n)
+        } else {
+            0
+        };
+        let dropped = mine.saturating_sub(self.next_arrival.get());
+        let mut rec = self.rec.borrow_mut();
+        let h = rec.handle(
+            MetricKey::new("dropped_requests"),
+            MetricKind::Counter,
+            Unit::Default,
+        );
+        rec.add(h, dropped as f64);
     }
 
     fn addr(&self) -> SocketAddr {
@@ -380,19 +526,32 @@ impl Worker {
         }
     }
 
-    fn record_response(&self, r: &Response) {
+    /// `sent_at`: when this request's send began (for the corrected latency).
+    fn record_response(&self, r: &Response, slot: Slot, sent_at: Instant) {
         let status = self.status_handle(r.status);
         let mut rec = self.rec.borrow_mut();
         rec.add(status, 1.0);
         rec.trend_us(self.h.duration, r.timings.duration().as_micros() as u64);
         rec.trend_us(self.h.waiting, r.timings.waiting.as_micros() as u64);
+        if let Some(due) = slot.due {
+            // Measured from when it was due if it started late for want of a connection;
+            // a request sent on time (within timer slack) is measured from its send.
+            let from = if slot.late { due } else { sent_at };
+            rec.trend_us(
+                self.h.corrected,
+                (sent_at - from + r.timings.duration()).as_micros() as u64,
+            );
+            if slot.late {
+                rec.add(self.h.missed, 1.0);
+            }
+        }
         // k6's default expected statuses: 200..=399.
         rec.rate(self.h.failed, !(200..400).contains(&r.status));
         rec.add(self.h.sent, r.bytes_sent as f64);
         rec.add(self.h.received, r.bytes_received as f64);
     }
 
-    fn record_error(&self, e: &HttpError) {
+    fn record_error(&self, e: &HttpError, slot: Slot) {
         let mut rec = self.rec.borrow_mut();
         // Errors are few; resolving their handle by key here keeps the success path lean.
         let h = rec.handle(
@@ -404,6 +563,9 @@ impl Worker {
         rec.rate(self.h.failed, true);
         rec.add(self.h.sent, e.bytes_sent as f64);
         rec.add(self.h.received, e.bytes_received as f64);
+        if slot.late {
+            rec.add(self.h.missed, 1.0);
+        }
     }
 
     fn status_handle(&self, status: u16) -> Handle {
@@ -422,14 +584,7 @@ impl Worker {
     }
 }
 
-fn worker(
-    id: usize,
-    shared: Arc<Shared>,
-    conns: usize,
-    quota: Option<u64>,
-    start: Instant,
-    tx: mpsc::Sender<Msg>,
-) {
+fn worker(id: usize, shared: Arc<Shared>, conns: usize, quota: Option<u64>, tx: mpsc::Sender<Msg>) {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -441,7 +596,8 @@ fn worker(
             return;
         }
     };
-    let w = Rc::new(Worker::new(shared, quota, id));
+    let start = shared.start;
+    let w = Rc::new(Worker::new(id, shared, quota));
     let ticks = Rc::new(Cell::new(0u64));
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async {
@@ -466,24 +622,18 @@ fn worker(
                 }
             })
         };
-        let tasks: Vec<_> = (0..conns)
-            .map(|_| tokio::task::spawn_local(connection_loop(w.clone())))
-            .collect();
-        let all = async {
-            for t in tasks {
-                let _ = t.await;
-            }
-        };
-        let hard = async {
-            while !w.shared.ctl.is_hard_stopped() {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        };
-        tokio::select! {
-            _ = all => {}
-            _ = hard => {}
+        for _ in 0..conns {
+            spawn_connection(&w);
         }
+        // Connection tasks may spawn more (open model), so wait on the live count.
+        let hard = async {
+            while w.live_conns.get() > 0 && !w.shared.ctl.is_hard_stopped() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        hard.await;
         ticker.abort();
+        w.record_dropped();
     });
     // Whatever was recorded after the last tick (including abandoned tasks' partial work).
     let snap = w.rec.borrow_mut().snapshot();
@@ -495,34 +645,140 @@ fn worker(
     let _ = tx.send(Msg::Done { worker: id });
 }
 
-/// One connection's life: connect when needed, send, record, repeat until stopped.
-async fn connection_loop(w: Rc<Worker>) {
+fn spawn_connection(w: &Rc<Worker>) {
+    w.live_conns.set(w.live_conns.get() + 1);
+    let w = w.clone();
+    tokio::task::spawn_local(async move {
+        if w.shared.batches.is_empty() {
+            connection_loop(&w).await;
+        } else {
+            pipelined_loop(&w).await;
+        }
+        w.live_conns.set(w.live_conns.get() - 1);
+    });
+}
+
+/// Make sure `conn` is open; on failure the error is recorded against `slot`.
+async fn ensure_connected(w: &Worker, conn: &mut Option<Connection>, slot: Slot) -> bool {
+    if conn.as_ref().is_some_and(|c| c.is_reusable()) {
+        return true;
+    }
+    let s = &w.shared;
+    match Connection::connect(w.addr(), &s.target, s.tls.as_ref(), s.connect_timeout).await {
+        Ok((c, t)) => {
+            w.record_connect(&t);
+            *conn = Some(c);
+            true
+        }
+        Err(e) => {
+            w.record_error(&e, slot);
+            *conn = None;
+            false
+        }
+    }
+}
+
+/// One connection, one request at a time: connect when needed, send, record, repeat.
+async fn connection_loop(w: &Rc<Worker>) {
     let s = &w.shared;
     let mut conn: Option<Connection> = None;
-    while w.take_one() {
-        if conn.is_none() {
-            match Connection::connect(w.addr(), &s.target, s.tls.as_ref(), s.connect_timeout).await
-            {
-                Ok((c, t)) => {
-                    w.record_connect(&t);
-                    conn = Some(c);
-                }
-                Err(e) => {
-                    w.record_error(&e);
-                    continue;
-                }
-            }
+    while let Some(slot) = w.next_slot().await {
+        // Every connection busy when this one claimed a late slot: grow the pool.
+        if slot.late && w.live_conns.get() < s.max_conns_per_worker {
+            spawn_connection(w);
+        }
+        let sent_at = Instant::now();
+        if !ensure_connected(w, &mut conn, slot).await {
+            continue;
         }
         let Some(c) = conn.as_mut() else { continue };
         match c.send(&s.request, BodyMode::Discard, s.timeout).await {
             Ok(r) => {
-                w.record_response(&r);
+                w.record_response(&r, slot, sent_at);
                 if !r.keep_alive || !s.keepalive {
                     conn = None;
                 }
             }
             Err(e) => {
-                w.record_error(&e);
+                w.record_error(&e, slot);
+                conn = None;
+            }
+        }
+    }
+}
+
+/// HTTP/1.1 pipelining, as wrk does it: write a batch of requests in one syscall, read their
+/// responses in order, repeat. Each response's latency runs from the batch's write.
+async fn pipelined_loop(w: &Rc<Worker>) {
+    let s = &w.shared;
+    let depth = s.batches.len() as u64;
+    let none = Slot {
+        due: None,
+        late: false,
+    };
+    let mut conn: Option<Connection> = None;
+    loop {
+        let n = w.take(depth) as usize;
+        if n == 0 {
+            break;
+        }
+        if !ensure_connected(w, &mut conn, none).await {
+            // The whole batch failed to start: count every request in it.
+            for _ in 1..n {
+                w.record_error(
+                    &HttpError::new(volley_http::ErrorClass::Other, "connect failed"),
+                    none,
+                );
+            }
+            continue;
+        }
+        let Some(c) = conn.as_mut() else { continue };
+        let sent_at = Instant::now();
+        let batch = &s.batches[n - 1];
+        let exchange = async {
+            c.write_batch(batch).await.map_err(|e| (e, 0usize))?;
+            for i in 0..n {
+                let r = c
+                    .read_response(batch.is_head(), BodyMode::Discard)
+                    .await
+                    .map_err(|e| (e, i))?;
+                w.record_response(&r, none, sent_at);
+                if !r.keep_alive && i + 1 < n {
+                    let e = HttpError::new(
+                        volley_http::ErrorClass::Reset,
+                        "server closed a pipelined connection",
+                    );
+                    return Err((e, i + 1));
+                }
+            }
+            Ok(())
+        };
+        match tokio::time::timeout(s.timeout, exchange).await {
+            Ok(Ok(())) => {
+                if !c.is_reusable() || !s.keepalive {
+                    conn = None;
+                }
+            }
+            Ok(Err((e, done))) => {
+                // The failing request carries the bytes; the rest of the batch failed with it.
+                w.record_error(&e, none);
+                let rest = HttpError::new(e.class, e.message.clone());
+                for _ in done + 1..n {
+                    w.record_error(&rest, none);
+                }
+                conn = None;
+            }
+            Err(_) => {
+                let e = HttpError::new(
+                    volley_http::ErrorClass::Timeout,
+                    "pipelined batch timed out",
+                );
+                // Which responses arrived was recorded already; count the missing ones.
+                let answered = c.requests_sent() as usize - c.in_flight();
+                let missing = n.saturating_sub(answered % n.max(1)).max(1);
+                for _ in 0..missing.min(n) {
+                    w.record_error(&e, none);
+                }
                 conn = None;
             }
         }

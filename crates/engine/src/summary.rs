@@ -8,6 +8,18 @@ use volley_metrics::agg::TrendAgg;
 use volley_metrics::{Agg, RunResult, TagSet, TotalValue};
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct OpenModel {
+    /// Mean rate the schedule asked for (requests/s).
+    pub target_rps: f64,
+    /// Requests started per second of the run.
+    pub achieved_rps: f64,
+    /// Requests that started late because no connection was free when they were due.
+    pub missed_starts: u64,
+    /// Requests that fell due before the run stopped but were never started.
+    pub dropped: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct LatencyMs {
     pub min: f64,
     pub avg: f64,
@@ -31,7 +43,13 @@ pub struct QuickSummary {
     pub success_rate: f64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// Latency as the client saw it: in the open model measured from when each request was
+    /// due (coordinated omission corrected), otherwise the same as `service_latency_ms`.
     pub latency_ms: LatencyMs,
+    /// Service time: from each request's actual send to its last response byte.
+    pub service_latency_ms: LatencyMs,
+    /// Open-model figures (`-q`/`--rate-stages`), absent in the closed model.
+    pub open_model: Option<OpenModel>,
     /// Status code → count (responses only).
     pub status: BTreeMap<String, u64>,
     /// Error class → count (requests that got no response).
@@ -66,35 +84,27 @@ impl QuickSummary {
             .filter(|(c, _)| c.parse::<u16>().is_ok_and(|c| (200..400).contains(&c)))
             .map(|(_, n)| n)
             .sum();
-        let latency = match r.metric("http_req_duration", &TagSet::new()) {
-            Some(m) => match m.to_agg()? {
-                Agg::Trend(t) => Some(*t),
-                _ => None,
-            },
-            None => None,
+        let latency = trend(r, "http_req_duration")?;
+        let corrected = trend(r, "http_req_corrected")?.filter(|t| t.count > 0);
+        let service = latency_of(latency.as_ref());
+        let lat = match &corrected {
+            Some(c) => latency_of(Some(c)),
+            None => service.clone(),
         };
-        let lat = match &latency {
-            Some(t) if t.count > 0 => LatencyMs {
-                min: t.min,
-                avg: t.mean(),
-                p50: t.percentile(50.0),
-                p90: t.percentile(90.0),
-                p95: t.percentile(95.0),
-                p99: t.percentile(99.0),
-                p999: t.percentile(99.9),
-                max: t.max,
-            },
-            _ => LatencyMs {
-                min: 0.0,
-                avg: 0.0,
-                p50: 0.0,
-                p90: 0.0,
-                p95: 0.0,
-                p99: 0.0,
-                p999: 0.0,
-                max: 0.0,
-            },
-        };
+        let open_model = r.options.get("rate").filter(|v| !v.is_null()).map(|v| {
+            let target_rps = serde_json::from_value::<crate::RateSchedule>(v.clone())
+                .map_or(0.0, |s| s.mean_rate());
+            OpenModel {
+                target_rps,
+                achieved_rps: if r.meta.duration_s > 0.0 {
+                    requests as f64 / r.meta.duration_s
+                } else {
+                    0.0
+                },
+                missed_starts: r.counter_sum("missed_starts") as u64,
+                dropped: r.counter_sum("dropped_requests") as u64,
+            }
+        });
         let d = r.meta.duration_s;
         Ok(QuickSummary {
             url: r.meta.name.clone(),
@@ -109,13 +119,15 @@ impl QuickSummary {
             bytes_sent: r.counter_sum("data_sent") as u64,
             bytes_received: r.counter_sum("data_received") as u64,
             latency_ms: lat,
+            service_latency_ms: service,
+            open_model,
             status,
             errors,
             connections_opened: r.counter_sum("connections_opened") as u64,
             interrupted: r.meta.interrupted,
             started_at: r.meta.started_at.clone(),
             peak_rss_bytes: r.meta.peak_rss_bytes,
-            latency,
+            latency: corrected.or(latency),
         })
     }
 
@@ -175,8 +187,22 @@ impl QuickSummary {
         if let Some(rss) = self.peak_rss_bytes {
             let _ = writeln!(o, "  Peak RSS:      {}", human_bytes(rss as f64));
         }
+        if let Some(m) = &self.open_model {
+            let _ = writeln!(
+                o,
+                "  Open model:    target {:.1} req/s, achieved {:.1} req/s, {} missed starts, {} dropped",
+                m.target_rps, m.achieved_rps, m.missed_starts, m.dropped
+            );
+        }
         let l = &self.latency_ms;
-        let _ = writeln!(o, "\n{b}Latency{z}");
+        if self.open_model.is_some() {
+            let _ = writeln!(
+                o,
+                "\n{b}Latency{z} (from when each request was due: coordinated omission corrected)"
+            );
+        } else {
+            let _ = writeln!(o, "\n{b}Latency{z}");
+        }
         let _ = writeln!(
             o,
             "  avg {}  min {}  max {}",
@@ -193,6 +219,18 @@ impl QuickSummary {
             ms(l.p99),
             ms(l.p999)
         );
+        if self.open_model.is_some() {
+            let l = &self.service_latency_ms;
+            let _ = writeln!(
+                o,
+                "  service time (from the actual send): avg {}  p50 {}  p95 {}  p99 {}  max {}",
+                ms(l.avg),
+                ms(l.p50),
+                ms(l.p95),
+                ms(l.p99),
+                ms(l.max)
+            );
+        }
         if let Some(t) = self.latency.as_ref().filter(|t| t.count > 0) {
             let _ = writeln!(o, "\n{b}Latency histogram{z}");
             for (upper, n) in histogram_rows(t, 10) {
@@ -219,6 +257,41 @@ impl QuickSummary {
             }
         }
         o
+    }
+}
+
+fn trend(r: &RunResult, name: &str) -> Result<Option<TrendAgg>, String> {
+    match r.metric(name, &TagSet::new()) {
+        Some(m) => match m.to_agg()? {
+            Agg::Trend(t) => Ok(Some(*t)),
+            _ => Ok(None),
+        },
+        None => Ok(None),
+    }
+}
+
+fn latency_of(t: Option<&TrendAgg>) -> LatencyMs {
+    match t {
+        Some(t) if t.count > 0 => LatencyMs {
+            min: t.min,
+            avg: t.mean(),
+            p50: t.percentile(50.0),
+            p90: t.percentile(90.0),
+            p95: t.percentile(95.0),
+            p99: t.percentile(99.0),
+            p999: t.percentile(99.9),
+            max: t.max,
+        },
+        _ => LatencyMs {
+            min: 0.0,
+            avg: 0.0,
+            p50: 0.0,
+            p90: 0.0,
+            p95: 0.0,
+            p99: 0.0,
+            p999: 0.0,
+            max: 0.0,
+        },
     }
 }
 

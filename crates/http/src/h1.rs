@@ -62,6 +62,46 @@ enum Tail {
     File { path: PathBuf, len: u64 },
 }
 
+/// `depth` copies of one in-memory keep-alive request, serialised back to back once, so a
+/// pipelined batch costs one write.
+#[derive(Clone, Debug)]
+pub struct PipelineBatch {
+    wire: Bytes,
+    depth: usize,
+    is_head: bool,
+}
+
+impl PipelineBatch {
+    pub fn new(req: &Request, depth: usize) -> Result<PipelineBatch, String> {
+        if depth == 0 {
+            return Err("pipeline depth must be at least 1".into());
+        }
+        if !matches!(req.tail, Tail::None) {
+            return Err("pipelining needs a request body of at most 256 KiB given inline (not a file)".into());
+        }
+        if !req.keep_alive {
+            return Err("pipelining needs keep-alive connections".into());
+        }
+        let mut wire = Vec::with_capacity(req.wire.len() * depth);
+        for _ in 0..depth {
+            wire.extend_from_slice(&req.wire);
+        }
+        Ok(PipelineBatch {
+            wire: wire.into(),
+            depth,
+            is_head: req.is_head,
+        })
+    }
+
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
+    pub fn is_head(&self) -> bool {
+        self.is_head
+    }
+}
+
 /// A request serialised once, sent as many times as needed.
 #[derive(Clone, Debug)]
 pub struct Request {
@@ -668,15 +708,63 @@ impl Connection {
     }
 
     /// Reads the response to the oldest request in flight. `waiting` is measured from the
-    /// later of that request's write end and this call, so a pipelined response that is
-    /// already buffered shows zero waiting. No deadline of its own.
+    /// end of that request's own write, so a pipelined request's latency includes the time
+    /// its response queued behind earlier ones (what the client experiences). No deadline
+    /// of its own.
     pub async fn read_response(
         &mut self,
         method_is_head: bool,
         mode: BodyMode,
     ) -> Result<Response, HttpError> {
-        let called = Instant::now();
-        self.read_next(method_is_head, mode, Some(called)).await
+        self.read_next(method_is_head, mode, None).await
+    }
+
+    /// Pipelining in one syscall: writes `batch.depth` copies of a request with a single
+    /// write; each copy becomes its own in-flight request (read them with
+    /// [`Connection::read_response`]). Each is charged its own bytes and the batch's write
+    /// time as `sending`.
+    pub async fn write_batch(&mut self, batch: &PipelineBatch) -> Result<(), HttpError> {
+        self.check_usable()?;
+        if self.closing {
+            return Err(HttpError::new(
+                ErrorClass::Other,
+                "connection is closing (Connection: close was sent or received): open a new one",
+            ));
+        }
+        self.broken = true;
+        self.requests_sent += batch.depth as u64;
+        let start = Instant::now();
+        let werr = |e: io::Error| HttpError::io(&e, "writing pipelined requests");
+        let mut result = self.io.write_all(&batch.wire).await.map_err(werr);
+        if result.is_ok() {
+            if let Io::Tls(_) = self.io {
+                result = self.io.flush().await.map_err(werr);
+            }
+        }
+        let write_end = Instant::now();
+        let written = self.io.counted().written;
+        let total = written - self.sent_mark;
+        self.sent_mark = written;
+        match result {
+            Ok(()) => {
+                let each = total / batch.depth as u64;
+                for i in 0..batch.depth {
+                    // Any remainder (none for plain TCP) goes to the first request.
+                    let extra = if i == 0 { total - each * batch.depth as u64 } else { 0 };
+                    self.in_flight.push_back(InFlight {
+                        bytes_sent: each + extra,
+                        sending: write_end - start,
+                        write_end,
+                    });
+                }
+                self.broken = false;
+                Ok(())
+            }
+            Err(mut e) => {
+                e.bytes_sent = total;
+                Err(e)
+            }
+        }
     }
 
     fn check_usable(&self) -> Result<(), HttpError> {

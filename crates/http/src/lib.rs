@@ -21,6 +21,8 @@ pub mod tls;
 pub mod url;
 
 pub use error::{ErrorClass, HttpError};
-pub use h1::{Body, BodyMode, ConnectTimings, Connection, Request, Response, Timings};
+pub use h1::{
+    Body, BodyMode, ConnectTimings, Connection, PipelineBatch, Request, Response, Timings,
+};
 pub use tls::{tls_config, TlsOptions};
 pub use url::{Scheme, Target, UrlError};
