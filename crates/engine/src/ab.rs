@@ -107,8 +107,8 @@ impl AbReport {
         let _ = writeln!(o, "  B = {}\n", self.b_url);
         let _ = writeln!(
             o,
-            "  {:<16} {:>12} {:>12} {:>8}  {}",
-            "", "A", "B", "B/A", "verdict"
+            "  {:<16} {:>12} {:>12} {:>8}  verdict",
+            "", "A", "B", "B/A"
         );
         for r in &self.rows {
             let fmt = |v: f64| match r.metric {

@@ -131,7 +131,7 @@ impl Agg {
                 n: 0,
             },
             MetricKind::Rate => Agg::Rate { trues: 0, total: 0 },
-            MetricKind::Trend => Agg::Trend(Box::new(TrendAgg::new())),
+            MetricKind::Trend => Agg::Trend(Box::default()),
         }
     }
 
@@ -190,13 +190,11 @@ impl Agg {
                     max: ma2,
                     n: n2,
                 },
-            ) => {
-                if *n2 > 0 {
-                    *last = *l2;
-                    *min = min.min(*mi2);
-                    *max = max.max(*ma2);
-                    *n += n2;
-                }
+            ) if *n2 > 0 => {
+                *last = *l2;
+                *min = min.min(*mi2);
+                *max = max.max(*ma2);
+                *n += n2;
             }
             (
                 Agg::Rate { trues, total },
