@@ -10,20 +10,15 @@ use std::io;
 use std::mem::MaybeUninit;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rustls_pki_types::ServerName;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
-use tokio::net::TcpStream;
-use tokio_rustls::client::TlsStream;
-use tokio_rustls::TlsConnector;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::error::{ErrorClass, HttpError};
-use crate::url::{Scheme, Target};
+use crate::transport::{self, Io, Owned};
+use crate::url::Target;
 
 /// Initial read buffer per connection; enough for typical heads plus a good slice of body.
 const READ_BUF: usize = 32 * 1024;
@@ -77,7 +72,10 @@ impl PipelineBatch {
             return Err("pipeline depth must be at least 1".into());
         }
         if !matches!(req.tail, Tail::None) {
-            return Err("pipelining needs a request body of at most 256 KiB given inline (not a file)".into());
+            return Err(
+                "pipelining needs a request body of at most 256 KiB given inline (not a file)"
+                    .into(),
+            );
         }
         if !req.keep_alive {
             return Err("pipelining needs keep-alive connections".into());
@@ -331,127 +329,6 @@ impl Response {
     }
 }
 
-/// Counts raw bytes in both directions. Sits under TLS so record overhead and handshakes
-/// are counted as they cross the socket.
-#[derive(Debug)]
-struct Counted<S> {
-    inner: S,
-    read: u64,
-    written: u64,
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let this = &mut *self;
-        let res = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = res {
-            this.read += (buf.filled().len() - before) as u64;
-        }
-        res
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = &mut *self;
-        let res = Pin::new(&mut this.inner).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = res {
-            this.written += n as u64;
-        }
-        res
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let this = &mut *self;
-        let res = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
-        if let Poll::Ready(Ok(n)) = res {
-            this.written += n as u64;
-        }
-        res
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-}
-
-/// The transport: plain TCP, or TLS (boxed: the rustls state is large and the plain
-/// case should not pay for it).
-enum Io {
-    Plain(Counted<TcpStream>),
-    Tls(Box<TlsStream<Counted<TcpStream>>>),
-}
-
-impl Io {
-    fn counted(&self) -> &Counted<TcpStream> {
-        match self {
-            Io::Plain(c) => c,
-            Io::Tls(s) => s.get_ref().0,
-        }
-    }
-}
-
-impl AsyncRead for Io {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Io::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Io::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for Io {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Io::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Io::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Io::Plain(s) => Pin::new(s).poll_flush(cx),
-            Io::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Io::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            Io::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
-    }
-}
-
 /// A request written but whose response has not been read yet.
 #[derive(Clone, Copy, Debug)]
 struct InFlight {
@@ -462,7 +339,7 @@ struct InFlight {
 
 /// One HTTP/1.1 connection with its reusable read buffer.
 pub struct Connection {
-    io: Io,
+    io: Io<Owned>,
     /// `buf[start..end]` holds received bytes not yet consumed (possibly the next
     /// pipelined response).
     buf: Vec<u8>,
@@ -485,7 +362,7 @@ pub struct Connection {
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Connection")
-            .field("tls", &matches!(self.io, Io::Tls(_)))
+            .field("tls", &self.io.is_tls())
             .field("buffered", &(self.end - self.start))
             .field("in_flight", &self.in_flight.len())
             .field("broken", &self.broken)
@@ -504,69 +381,8 @@ impl Connection {
         tls: Option<&Arc<rustls::ClientConfig>>,
         connect_timeout: Duration,
     ) -> Result<(Connection, ConnectTimings), HttpError> {
-        let deadline = tokio::time::Instant::now() + connect_timeout;
-        let t0 = Instant::now();
-        let tcp = match tokio::time::timeout_at(deadline, TcpStream::connect(addr)).await {
-            Err(_) => {
-                return Err(HttpError::new(
-                    ErrorClass::Timeout,
-                    format!("connect to {addr} timed out after {connect_timeout:?}"),
-                ))
-            }
-            Ok(Err(e)) => return Err(HttpError::io(&e, &format!("connect to {addr}"))),
-            Ok(Ok(s)) => s,
-        };
-        // Requests are written whole; Nagle would only delay them.
-        tcp.set_nodelay(true)
-            .map_err(|e| HttpError::io(&e, "setting TCP_NODELAY"))?;
-        let mut timings = ConnectTimings {
-            connecting: t0.elapsed(),
-            tls_handshaking: Duration::ZERO,
-        };
-        let counted = Counted {
-            inner: tcp,
-            read: 0,
-            written: 0,
-        };
-        let io = match target.scheme {
-            Scheme::Http => Io::Plain(counted),
-            Scheme::Https => {
-                let Some(config) = tls else {
-                    return Err(HttpError::new(
-                        ErrorClass::Other,
-                        "https target but no TLS config: build one with tls_config()",
-                    ));
-                };
-                let name = ServerName::try_from(target.host.as_str())
-                    .map_err(|e| {
-                        HttpError::new(
-                            ErrorClass::Tls,
-                            format!("'{}' is not a valid TLS server name: {e}", target.host),
-                        )
-                    })?
-                    .to_owned();
-                let t1 = Instant::now();
-                let handshake = TlsConnector::from(Arc::clone(config)).connect(name, counted);
-                let stream = match tokio::time::timeout_at(deadline, handshake).await {
-                    Err(_) => {
-                        return Err(HttpError::new(
-                            ErrorClass::Timeout,
-                            format!(
-                                "TLS handshake with {addr} not done within {connect_timeout:?}"
-                            ),
-                        ))
-                    }
-                    Ok(Err(e)) => {
-                        let mut err = HttpError::io(&e, &format!("TLS handshake with {addr}"));
-                        err.class = handshake_class(&e);
-                        return Err(err);
-                    }
-                    Ok(Ok(s)) => s,
-                };
-                timings.tls_handshaking = t1.elapsed();
-                Io::Tls(Box::new(stream))
-            }
-        };
+        let (io, timings) =
+            transport::open(addr, target, tls, connect_timeout, Owned::default()).await?;
         let conn = Connection {
             io,
             buf: vec![0; READ_BUF],
@@ -605,20 +421,17 @@ impl Connection {
     }
 
     pub fn is_tls(&self) -> bool {
-        matches!(self.io, Io::Tls(_))
+        self.io.is_tls()
     }
 
     /// The protocol the server picked via ALPN (TLS only).
     pub fn alpn_protocol(&self) -> Option<&[u8]> {
-        match &self.io {
-            Io::Tls(s) => s.get_ref().1.alpn_protocol(),
-            Io::Plain(_) => None,
-        }
+        self.io.alpn_protocol()
     }
 
     /// Raw bytes (sent, received) on the socket since it was opened.
     pub fn wire_bytes(&self) -> (u64, u64) {
-        let c = self.io.counted();
+        let c = &self.io.counted().tally;
         (c.written, c.read)
     }
 
@@ -647,7 +460,7 @@ impl Connection {
                 // The cancelled exchange left `broken` set; settle the byte accounting.
                 self.broken = true;
                 self.in_flight.clear();
-                let c = self.io.counted();
+                let c = &self.io.counted().tally;
                 let (sent, recv) = (c.written, c.read);
                 self.sent_mark = sent;
                 self.recv_mark = recv;
@@ -686,7 +499,7 @@ impl Connection {
         let start = Instant::now();
         let result = self.write_parts(req, file).await;
         let write_end = Instant::now();
-        let written = self.io.counted().written;
+        let written = self.io.counted().tally.written;
         let bytes_sent = written - self.sent_mark;
         self.sent_mark = written;
         match result {
@@ -742,7 +555,7 @@ impl Connection {
             }
         }
         let write_end = Instant::now();
-        let written = self.io.counted().written;
+        let written = self.io.counted().tally.written;
         let total = written - self.sent_mark;
         self.sent_mark = written;
         match result {
@@ -750,7 +563,11 @@ impl Connection {
                 let each = total / batch.depth as u64;
                 for i in 0..batch.depth {
                     // Any remainder (none for plain TCP) goes to the first request.
-                    let extra = if i == 0 { total - each * batch.depth as u64 } else { 0 };
+                    let extra = if i == 0 {
+                        total - each * batch.depth as u64
+                    } else {
+                        0
+                    };
                     self.in_flight.push_back(InFlight {
                         bytes_sent: each + extra,
                         sending: write_end - start,
@@ -844,7 +661,7 @@ impl Connection {
         };
         resp.timings.sending = req.sending;
         let result = self.read_into(is_head, mode, wait_from, &mut resp).await;
-        let read = self.io.counted().read;
+        let read = self.io.counted().tally.read;
         let bytes_received = read - self.recv_mark;
         self.recv_mark = read;
         match result {
@@ -1075,16 +892,6 @@ fn protocol(message: impl Into<String>) -> HttpError {
 
 fn reset(message: impl Into<String>) -> HttpError {
     HttpError::new(ErrorClass::Reset, message)
-}
-
-/// Handshake failures are TLS problems, except a refused/reset/timed-out socket.
-/// (A peer closing mid-handshake usually means it rejected our hello: TLS.)
-fn handshake_class(e: &io::Error) -> ErrorClass {
-    match ErrorClass::of_io(e) {
-        c @ (ErrorClass::Refused | ErrorClass::Timeout) => c,
-        ErrorClass::Reset if e.kind() != io::ErrorKind::UnexpectedEof => ErrorClass::Reset,
-        _ => ErrorClass::Tls,
-    }
 }
 
 fn is_interim(status: u16) -> bool {
