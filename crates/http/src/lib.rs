@@ -3,26 +3,34 @@
 //! A lean HTTP/1.1 client built for load generation rather than general use: a request is
 //! serialised once and re-sent as a single write, responses are read into one reusable
 //! buffer per connection and parsed with httparse, keep-alive requests that discard their
-//! body allocate nothing, and bytes are counted on the wire (under TLS too). Every failure
-//! comes back as an [`HttpError`] with an [`ErrorClass`], never as a panic.
+//! body allocate nothing, and bytes are counted on the wire (under TLS too). HTTP/2 sits
+//! beside it with the same request, timing and error types, multiplexing many requests
+//! over one connection. Every failure comes back as an [`HttpError`] with an
+//! [`ErrorClass`], never as a panic.
 //!
 //! # Layout
 //!
 //! - [`url`]: parses absolute http/https URLs into a [`Target`] (address, `Host`, path).
 //! - [`h1`]: [`Request`] serialisation, the [`Connection`] that writes requests and reads
 //!   responses (keep-alive, pipelining, chunked, timings, byte counts).
+//! - [`http2`]: [`H2Request`] and the multiplexed [`H2Connection`] (h2c prior knowledge
+//!   or ALPN `h2`), built on the `h2` crate, with the same timings and error classes.
+//! - `transport`: TCP + TLS connect and the byte-counting stream both protocols sit on.
 //! - [`tls`]: builds the shared rustls [`ClientConfig`](rustls::ClientConfig) (roots,
 //!   `--cacert`, `--insecure`, ALPN).
 //! - [`error`]: [`ErrorClass`] and [`HttpError`], the classification every failure maps to.
 
 pub mod error;
 pub mod h1;
+pub mod http2;
 pub mod tls;
+mod transport;
 pub mod url;
 
 pub use error::{ErrorClass, HttpError};
 pub use h1::{
     Body, BodyMode, ConnectTimings, Connection, PipelineBatch, Request, Response, Timings,
 };
+pub use http2::{H2Connection, H2Driver, H2Request};
 pub use tls::{tls_config, TlsOptions};
 pub use url::{Scheme, Target, UrlError};

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::tls::{tls_config, TlsOptions};
+use tokio::io::AsyncRead;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
