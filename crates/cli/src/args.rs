@@ -111,6 +111,14 @@ pub struct HttpArgs {
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
 
+    /// Use HTTP/2: h2 over TLS (ALPN) for https://, h2c with prior knowledge for http://
+    #[arg(long)]
+    pub http2: bool,
+
+    /// HTTP/2: concurrent streams per connection
+    #[arg(long, default_value_t = 1, requires = "http2", value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub h2_streams: u64,
+
     /// A/B mode: run the same load against this second URL too, alternating A B, and print
     /// one side-by-side table
     #[arg(long, value_name = "URL_B")]

@@ -18,8 +18,8 @@ pub fn run(a: DemoArgs) -> i32 {
         Err(e) => return exit::fail(&format!("cannot start the built-in target: {e}")),
     };
     let url = format!("{}/", target.url());
-    println!("volley demo: built-in target listening on {}", target.url());
-    println!(
+    outln!("volley demo: built-in target listening on {}", target.url());
+    outln!(
         "volley demo: {} connections for {:.0}s against {url}  (same as: volley http -c {} -z {}s {url})\n",
         a.connections,
         a.duration.as_secs_f64(),
@@ -43,6 +43,8 @@ pub fn run(a: DemoArgs) -> i32 {
         },
         threads: 0,
         pipeline: 1,
+        http2: false,
+        h2_streams: 1,
         rate: None,
         max_connections: a.connections.max(1),
         command: std::env::args().collect(),
@@ -71,7 +73,7 @@ pub fn run(a: DemoArgs) -> i32 {
     };
     let code = http_cmd::finish(&result, false, false, a.save.as_deref());
     let counted = result.counter_sum("http_reqs") as u64;
-    println!(
+    outln!(
         "\nThe target counted {} requests; Volley counted {counted}{}.",
         served.requests,
         if served.requests == counted {
@@ -80,7 +82,7 @@ pub fn run(a: DemoArgs) -> i32 {
             ""
         }
     );
-    println!(
+    outln!(
         "Next: `volley http URL` against your own service; `volley http --help` for every flag."
     );
     code

@@ -27,3 +27,10 @@ pub fn usage(msg: &str) -> i32 {
 pub fn stdout_is_tty() -> bool {
     std::io::stdout().is_terminal()
 }
+
+/// Write to stdout; a closed pipe (`volley ... | head`) is not an error worth a panic.
+pub fn print(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}

@@ -76,12 +76,12 @@ fn ab(a: &HttpArgs, cfg_a: QuickConfig, url_b: &str, ctl: &RunControl, live: boo
         Err(e) => return exit::fail(&e),
     };
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&report.to_json()).unwrap_or_default()
         );
     } else if !a.quiet {
-        print!("{}", report.render_text());
+        exit::print(&report.render_text());
     }
     if let Some(path) = &a.save {
         let doc = serde_json::json!({
@@ -123,12 +123,12 @@ pub fn finish(
         Err(e) => return exit::fail(&format!("cannot summarise the run: {e}")),
     };
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&summary.to_json()).unwrap_or_default()
         );
     } else if !quiet {
-        print!("{}", summary.render_text(exit::stdout_is_tty()));
+        exit::print(&summary.render_text(exit::stdout_is_tty()));
     }
     let _ = std::io::stdout().flush();
     if let Some(path) = save {
@@ -210,6 +210,12 @@ fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
         (Some(r), None) => Some(RateSchedule::constant(r)),
         (None, None) => None,
     };
+    if a.pipeline > 1 && a.http2 {
+        return Err("--pipeline is for HTTP/1.1; with --http2 use --h2-streams".into());
+    }
+    if a.http2 && a.body_file.is_some() {
+        return Err("--body-file is not supported over HTTP/2 yet; use -d or HTTP/1.1".into());
+    }
     if a.pipeline > 1 && rate.is_some() {
         return Err(
             "--pipeline cannot be combined with -q/--rate-stages (pipelining is closed-model)"
@@ -241,6 +247,8 @@ fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
         },
         threads: a.threads,
         pipeline: a.pipeline as usize,
+        http2: a.http2,
+        h2_streams: a.h2_streams as usize,
         rate,
         max_connections: a
             .max_connections

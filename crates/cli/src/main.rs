@@ -1,6 +1,11 @@
 //! `volley`: the command-line front end. Thin by design: it parses flags, calls the library
 //! crates (engine, target, metrics) and maps outcomes to documented exit codes.
 
+/// `println!` that tolerates a closed stdout (`volley ... | head`) instead of panicking.
+macro_rules! outln {
+    ($($t:tt)*) => { $crate::exit::print(&format!("{}\n", format_args!($($t)*))) };
+}
+
 mod args;
 mod demo;
 mod exit;
@@ -41,7 +46,7 @@ fn target_cmd(a: args::TargetArgs) -> i32 {
     };
     let scheme = if cfg.tls.is_some() { "https" } else { "http" };
     match volley_target::run_blocking(cfg, |addr| {
-        println!("volley target listening on {scheme}://{addr}");
+        outln!("volley target listening on {scheme}://{addr}");
     }) {
         Ok(()) => exit::OK,
         Err(e) => exit::fail(&format!("cannot serve on {}: {e}", a.listen)),
@@ -62,14 +67,14 @@ fn summary_cmd(a: args::SummaryArgs) -> i32 {
     }
     match volley_engine::QuickSummary::from_result(&r) {
         Ok(s) if a.json => {
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&s.to_json()).unwrap_or_default()
             );
             exit::OK
         }
         Ok(s) => {
-            print!("{}", s.render_text(exit::stdout_is_tty()));
+            exit::print(&s.render_text(exit::stdout_is_tty()));
             exit::OK
         }
         Err(e) => exit::fail(&format!("{}: {e}", a.file.display())),

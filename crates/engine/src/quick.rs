@@ -23,8 +23,8 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use volley_http::{
-    Body, BodyMode, ConnectTimings, Connection, HttpError, PipelineBatch, Request, Response,
-    Scheme, Target, TlsOptions,
+    Body, BodyMode, ConnectTimings, Connection, H2Connection, H2Request, HttpError, PipelineBatch,
+    Request, Response, Scheme, Target, TlsOptions,
 };
 use volley_metrics::{
     time, Aggregator, Handle, MetricKey, MetricKind, Recorder, RunMeta, RunResult, Snapshot, Unit,
@@ -54,6 +54,10 @@ pub struct QuickConfig {
     pub rate: Option<RateSchedule>,
     /// Open model: connections may grow up to this many when all are busy.
     pub max_connections: usize,
+    /// HTTP/2 (h2 over TLS via ALPN, h2c with prior knowledge for http://).
+    pub http2: bool,
+    /// HTTP/2: concurrent streams per connection.
+    pub h2_streams: usize,
     /// The command line, for the result file.
     pub command: Vec<String>,
 }
@@ -77,6 +81,8 @@ struct ResolvedOptions<'a> {
     pipeline: usize,
     rate: Option<&'a RateSchedule>,
     max_connections: Option<usize>,
+    http2: bool,
+    h2_streams: Option<usize>,
 }
 
 /// Live numbers, passed to the progress callback once per finished second.
@@ -115,9 +121,23 @@ pub fn run_quick(
     let ctl = &user_ctl.child();
     let target = Target::parse(&cfg.url).map_err(|e| e.to_string())?;
     let addrs = resolve(&target)?;
+    let alpn: &[&[u8]] = if cfg.http2 { &[b"h2"] } else { &[b"http/1.1"] };
     let tls = match target.scheme {
-        Scheme::Https => Some(volley_http::tls_config(&cfg.tls, &[b"http/1.1"])?),
+        Scheme::Https => Some(volley_http::tls_config(&cfg.tls, alpn)?),
         Scheme::Http => None,
+    };
+    let h2_request = if cfg.http2 {
+        if cfg.pipeline > 1 {
+            return Err("--pipeline is for HTTP/1.1; with --http2 use --h2-streams".into());
+        }
+        Some(H2Request::new(
+            &cfg.method,
+            &target,
+            &cfg.headers,
+            cfg.body.clone(),
+        )?)
+    } else {
+        None
     };
     let request = Request::new(
         &cfg.method,
@@ -153,6 +173,8 @@ pub fn run_quick(
         tls,
         request,
         batches,
+        h2_request,
+        h2_streams: cfg.h2_streams.max(1),
         rate: cfg.rate.clone(),
         workers: threads,
         max_conns_per_worker: 0,
@@ -253,6 +275,8 @@ pub fn run_quick(
             .rate
             .as_ref()
             .map(|_| cfg.max_connections.max(connections)),
+        http2: cfg.http2,
+        h2_streams: cfg.http2.then_some(cfg.h2_streams.max(1)),
     };
     let (s_ms, e_ms) = (time::unix_ms(started_wall), time::unix_ms(ended_wall));
     let meta = RunMeta {
@@ -330,6 +354,9 @@ struct Shared {
     request: Request,
     /// `batches[d - 1]` pipelines `d` requests; empty without pipelining.
     batches: Vec<PipelineBatch>,
+    /// Set in HTTP/2 mode.
+    h2_request: Option<H2Request>,
+    h2_streams: usize,
     rate: Option<RateSchedule>,
     workers: usize,
     max_conns_per_worker: usize,
@@ -528,8 +555,23 @@ impl Worker {
         }
     }
 
+    /// Wire bytes measured on a socket rather than per request (HTTP/2 multiplexing).
+    fn record_wire(&self, sent: u64, received: u64) {
+        let mut rec = self.rec.borrow_mut();
+        rec.add(self.h.sent, sent as f64);
+        rec.add(self.h.received, received as f64);
+    }
+
     /// `sent_at`: when this request's send began (for the corrected latency).
     fn record_response(&self, r: &Response, slot: Slot, sent_at: Instant) {
+        self.record_exchange(r, slot, sent_at);
+        let mut rec = self.rec.borrow_mut();
+        rec.add(self.h.sent, r.bytes_sent as f64);
+        rec.add(self.h.received, r.bytes_received as f64);
+    }
+
+    /// Everything about a response except its bytes.
+    fn record_exchange(&self, r: &Response, slot: Slot, sent_at: Instant) {
         let status = self.status_handle(r.status);
         let mut rec = self.rec.borrow_mut();
         rec.add(status, 1.0);
@@ -549,11 +591,15 @@ impl Worker {
         }
         // k6's default expected statuses: 200..=399.
         rec.rate(self.h.failed, !(200..400).contains(&r.status));
-        rec.add(self.h.sent, r.bytes_sent as f64);
-        rec.add(self.h.received, r.bytes_received as f64);
     }
 
     fn record_error(&self, e: &HttpError, slot: Slot) {
+        self.record_failure(e, slot);
+        self.record_wire(e.bytes_sent, e.bytes_received);
+    }
+
+    /// Everything about a failed request except its bytes.
+    fn record_failure(&self, e: &HttpError, slot: Slot) {
         let mut rec = self.rec.borrow_mut();
         // Errors are few; resolving their handle by key here keeps the success path lean.
         let h = rec.handle(
@@ -563,8 +609,6 @@ impl Worker {
         );
         rec.add(h, 1.0);
         rec.rate(self.h.failed, true);
-        rec.add(self.h.sent, e.bytes_sent as f64);
-        rec.add(self.h.received, e.bytes_received as f64);
         if slot.late {
             rec.add(self.h.missed, 1.0);
         }
@@ -651,7 +695,9 @@ fn spawn_connection(w: &Rc<Worker>) {
     w.live_conns.set(w.live_conns.get() + 1);
     let w = w.clone();
     tokio::task::spawn_local(async move {
-        if w.shared.batches.is_empty() {
+        if w.shared.h2_request.is_some() {
+            h2_connection(&w).await;
+        } else if w.shared.batches.is_empty() {
             connection_loop(&w).await;
         } else {
             pipelined_loop(&w).await;
@@ -705,6 +751,78 @@ async fn connection_loop(w: &Rc<Worker>) {
                 w.record_error(&e, slot);
                 conn = None;
             }
+        }
+    }
+}
+
+/// HTTP/2: one connection carrying `h2_streams` concurrent request loops. Bytes come from the
+/// socket's counters (exact, including connection-level frames), since multiplexed frames
+/// cannot be attributed to single requests.
+async fn h2_connection(w: &Rc<Worker>) {
+    let s = &w.shared;
+    let Some(req) = s.h2_request.as_ref() else {
+        return;
+    };
+    while !s.ctl.is_stopped() {
+        let (conn, t, driver) =
+            match H2Connection::connect(w.addr(), &s.target, s.tls.as_ref(), s.connect_timeout)
+                .await
+            {
+                Ok(c) => c,
+                Err(e) => {
+                    // A failed connect costs one request of the budget, as in HTTP/1.1.
+                    match w.next_slot().await {
+                        Some(slot) => w.record_error(&e, slot),
+                        None => return,
+                    }
+                    continue;
+                }
+            };
+        let driver = tokio::task::spawn_local(driver);
+        w.record_connect(&t);
+        let meter = conn.wire_meter();
+        // From zero: the preface and SETTINGS exchange are wire bytes too.
+        let seen = Rc::new(Cell::new((0, 0)));
+        let flush = |seen: &Cell<(u64, u64)>| {
+            let (s1, r1) = meter.get();
+            let (s0, r0) = seen.replace((s1, r1));
+            w.record_wire(s1 - s0, r1 - r0);
+        };
+        let streams: Vec<_> = (0..s.h2_streams)
+            .map(|_| {
+                let (w, conn, seen, meter) = (w.clone(), conn.clone(), seen.clone(), meter.clone());
+                let req = req.clone();
+                tokio::task::spawn_local(async move {
+                    while let Some(slot) = w.next_slot().await {
+                        let sent_at = Instant::now();
+                        let res = conn.send(&req, BodyMode::Discard, w.shared.timeout).await;
+                        let (s1, r1) = meter.get();
+                        let (s0, r0) = seen.replace((s1, r1));
+                        w.record_wire(s1 - s0, r1 - r0);
+                        match res {
+                            Ok(r) => w.record_exchange(&r, slot, sent_at),
+                            Err(e) => {
+                                w.record_failure(&e, slot);
+                                if conn.is_closed() {
+                                    return;
+                                }
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        for st in streams {
+            let _ = st.await;
+        }
+        let closed = conn.is_closed();
+        // Dropping the last handle closes the connection (GOAWAY); count those bytes too.
+        drop(conn);
+        let _ = tokio::time::timeout(Duration::from_secs(1), driver).await;
+        flush(&seen);
+        if !closed {
+            // Every stream loop ended because the run is over.
+            return;
         }
     }
 }

@@ -248,6 +248,17 @@ pub struct H2Connection {
     keep_headers: bool,
 }
 
+/// Reads a connection's raw byte counters (see [`H2Connection::wire_meter`]).
+#[derive(Clone)]
+pub struct WireMeter(Arc<Shared>);
+
+impl WireMeter {
+    /// (sent, received) raw socket bytes so far.
+    pub fn get(&self) -> (u64, u64) {
+        self.0.wire.get()
+    }
+}
+
 /// Drives one connection's I/O (frames in and out, flow control, pings). Spawn it with
 /// `tokio::task::spawn_local` or `tokio::spawn` right after connecting. Completes when the
 /// connection is closed; connection errors are reported through the requests instead.
@@ -420,6 +431,12 @@ impl H2Connection {
     /// Raw bytes (sent, received) on the socket since it was opened, TLS included.
     pub fn wire_bytes(&self) -> (u64, u64) {
         self.shared.wire.get()
+    }
+
+    /// A handle on the byte counters that does not keep the connection open, so the bytes
+    /// of the closing exchange (GOAWAY) can be read after the driver has finished.
+    pub fn wire_meter(&self) -> WireMeter {
+        WireMeter(self.shared.clone())
     }
 
     /// Waits until a new stream may be opened without exceeding the server's

@@ -31,6 +31,6 @@ pub use error::{ErrorClass, HttpError};
 pub use h1::{
     Body, BodyMode, ConnectTimings, Connection, PipelineBatch, Request, Response, Timings,
 };
-pub use http2::{H2Connection, H2Driver, H2Request};
+pub use http2::{H2Connection, H2Driver, H2Request, WireMeter};
 pub use tls::{tls_config, TlsOptions};
 pub use url::{Scheme, Target, UrlError};
