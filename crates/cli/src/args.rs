@@ -27,6 +27,12 @@ pub enum Command {
     Summary(SummaryArgs),
     /// See Volley work: start the built-in target and run a short test against it
     Demo(DemoArgs),
+    /// Run a k6 script (k6's JS API, options and summary)
+    Run(Box<RunArgs>),
+    /// Write a self-contained HTML report (charts, tables) of one or more result files
+    Report(ReportArgs),
+    /// Compare two result files: noise-aware verdicts (regression, improvement, within noise)
+    Compare(CompareArgs),
 }
 
 #[derive(Args, Debug)]
@@ -93,6 +99,10 @@ pub struct HttpArgs {
     /// Save the run result file (see docs/result-file.md)
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
+
+    /// Write a self-contained HTML report of the run to FILE at the end (see docs/report.md)
+    #[arg(long, value_name = "FILE", conflicts_with = "vs")]
+    pub report: Option<PathBuf>,
 
     /// HTTP/1.1 pipelining: requests per connection written back to back in one write
     #[arg(short = 'p', long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1024))]
@@ -172,4 +182,71 @@ pub struct DemoArgs {
     /// Also save the demo's result file here
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Result files written with --save (several: overlaid charts, compared with the first)
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Where to write the HTML page
+    #[arg(short = 'o', long, default_value = "report.html", value_name = "FILE")]
+    pub output: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The baseline result file
+    pub base: PathBuf,
+    /// The result file to judge against the baseline
+    pub new: PathBuf,
+    /// Print the comparison as JSON
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+    /// Print a GitHub-flavoured Markdown table (for a pull-request comment)
+    #[arg(long)]
+    pub markdown: bool,
+    /// Exit with code 4 when a regression exceeds a limit, e.g. p95:+10%,rate:-5%,error_rate:+1%
+    /// (see docs/compare.md)
+    #[arg(long, value_name = "RULES")]
+    pub fail_on: Option<String>,
+    /// Significance level of the Mann-Whitney test on per-second values
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Smallest relative change, in percent, that can be called a regression or improvement
+    #[arg(long, default_value_t = 5.0, value_name = "PCT")]
+    pub min_effect: f64,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The k6 script (an ES module with a default function)
+    pub script: PathBuf,
+    /// Number of VUs (overrides options.vus)
+    #[arg(short = 'u', long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub vus: Option<u64>,
+    /// Test duration, e.g. 30s, 1m30s (overrides options.duration)
+    #[arg(short = 'd', long, value_parser = volley_engine::parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Total iterations shared by the VUs (overrides options.iterations)
+    #[arg(short = 'i', long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub iterations: Option<u64>,
+    /// Add KEY=VALUE to __ENV (repeatable)
+    #[arg(short = 'e', long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// Do not put the process environment into __ENV
+    #[arg(long)]
+    pub no_system_env: bool,
+    /// Save the run result file (see docs/result-file.md)
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+    /// Write k6's end-of-test summary export JSON to FILE
+    #[arg(long, value_name = "FILE")]
+    pub summary_export: Option<PathBuf>,
+    /// Worker threads (default: one per available core)
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// No text summary (errors and console output still go to stderr)
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }

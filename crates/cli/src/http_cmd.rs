@@ -36,7 +36,8 @@ pub fn run(a: HttpArgs) -> i32 {
         Ok(r) => r,
         Err(e) => return exit::fail(&e),
     };
-    finish(&result, a.json, a.quiet, a.save.as_deref())
+    let code = finish(&result, a.json, a.quiet, a.save.as_deref());
+    crate::report_cmd::after_run(&result, a.report.as_deref(), a.quiet || a.json, code)
 }
 
 /// `--vs`: alternate A and B for `--rounds` rounds, then print one comparison.

@@ -10,6 +10,8 @@ mod args;
 mod demo;
 mod exit;
 mod http_cmd;
+mod report_cmd;
+mod run_cmd;
 mod signals;
 
 use clap::Parser;
@@ -21,6 +23,9 @@ fn main() {
         args::Command::Target(a) => target_cmd(a),
         args::Command::Summary(a) => summary_cmd(a),
         args::Command::Demo(a) => demo::run(a),
+        args::Command::Run(a) => run_cmd::run(*a),
+        args::Command::Report(a) => report_cmd::report(a),
+        args::Command::Compare(a) => report_cmd::compare(a),
     };
     std::process::exit(code);
 }

@@ -18,6 +18,7 @@ pub mod quick;
 pub mod rate;
 pub mod summary;
 pub mod sys;
+pub mod vus;
 
 pub use ab::AbReport;
 pub use control::RunControl;

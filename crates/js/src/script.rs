@@ -1,0 +1,347 @@
+//! Loading a script: module resolution, compiling every module to bytecode once, and running
+//! the init code once to read `options` (as k6 does before it starts VUs).
+//!
+//! Module names are paths as the user wrote them, joined and normalised (`tests/k6/a.js`
+//! importing `./lib/b.js` is `tests/k6/lib/b.js`), so error positions read naturally. The
+//! built-in k6 modules are small JS files (`src/shims/`) over the native `__volley` object.
+
+use crate::vu::{install_globals, ScriptShared, VuState};
+use rquickjs::loader::{ImportAttributes, Loader, Resolver};
+use rquickjs::{CaughtError, Context, Ctx, Module, Runtime, Value, WriteOptions};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Component, Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// The k6 modules Volley serves, and their sources.
+pub(crate) const BUILTINS: &[(&str, &str)] = &[
+    ("k6", include_str!("shims/k6.js")),
+    ("k6/http", include_str!("shims/k6_http.js")),
+    ("k6/metrics", include_str!("shims/k6_metrics.js")),
+];
+
+/// k6 modules that exist but Volley does not serve yet (a clear error instead of "not found").
+const PLANNED: &[&str] = &[
+    "k6/execution",
+    "k6/data",
+    "k6/encoding",
+    "k6/crypto",
+    "k6/html",
+    "k6/ws",
+    "k6/net/grpc",
+    "k6/timers",
+    "k6/experimental",
+];
+
+pub(crate) const CONSOLE_JS: &str = include_str!("shims/console.js");
+
+/// A script error with its position, ready to print.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScriptError(pub String);
+
+impl std::fmt::Display for ScriptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ScriptError {}
+
+/// A compiled script: every module's bytecode plus what the init run found out.
+pub struct Script {
+    /// The entry module's name (the path as given).
+    pub main: String,
+    /// `export const options`, as JSON (null when absent).
+    pub options: serde_json::Value,
+    pub has_setup: bool,
+    pub has_teardown: bool,
+    pub has_default: bool,
+    /// What every VU shares: bytecode, `__ENV`, opened files, setup data.
+    pub(crate) shared: Arc<ScriptShared>,
+}
+
+/// Compile `path` and run its init code once. `env` becomes `__ENV`.
+pub fn load(path: &Path, env: BTreeMap<String, String>) -> Result<Script, ScriptError> {
+    let main = normalize(&path.to_string_lossy());
+    let source = std::fs::read_to_string(path)
+        .map_err(|e| ScriptError(format!("cannot read script {}: {e}", path.display())))?;
+    let dir = path.parent().map(|p| p.to_path_buf()).unwrap_or_default();
+    let compiled: Rc<std::cell::RefCell<HashMap<String, Vec<u8>>>> = Default::default();
+    let shared = Arc::new(ScriptShared::new(main.clone(), dir, env));
+    let rt = Runtime::new().map_err(|e| ScriptError(format!("cannot start QuickJS: {e}")))?;
+    rt.set_max_stack_size(crate::vu::JS_STACK);
+    rt.set_loader(
+        ModResolver,
+        CompilingLoader {
+            out: compiled.clone(),
+        },
+    );
+    let ctx = Context::full(&rt).map_err(|e| ScriptError(format!("cannot start QuickJS: {e}")))?;
+    // The init run: a VU with id 0 whose recorder is thrown away.
+    let state = VuState::new_init(shared.clone());
+    let found = ctx.with(|ctx| -> Result<_, ScriptError> {
+        install_globals(&ctx, &state).map_err(|e| js_error(&ctx, e))?;
+        let m =
+            Module::declare(ctx.clone(), main.clone(), source).map_err(|e| js_error(&ctx, e))?;
+        let bc = m
+            .write(WriteOptions::default())
+            .map_err(|e| js_error(&ctx, e))?;
+        compiled.borrow_mut().insert(main.clone(), bc);
+        let (m, promise) = m.eval().map_err(|e| js_error(&ctx, e))?;
+        drain_jobs(&ctx);
+        promise.finish::<Value>().map_err(|e| js_error(&ctx, e))?;
+        let ns = m.namespace().map_err(|e| js_error(&ctx, e))?;
+        let has = |name: &str| {
+            ns.get::<_, Value>(name)
+                .map(|v| v.is_function())
+                .unwrap_or(false)
+        };
+        let flags = (has("default"), has("setup"), has("teardown"));
+        let opts: Value = ns.get("options").map_err(|e| js_error(&ctx, e))?;
+        let options = if opts.is_undefined() || opts.is_null() {
+            serde_json::Value::Null
+        } else {
+            let s = ctx
+                .json_stringify(opts)
+                .map_err(|e| js_error(&ctx, e))?
+                .map(|s| s.to_string().unwrap_or_default())
+                .unwrap_or_default();
+            serde_json::from_str(&s)
+                .map_err(|e| ScriptError(format!("{main}: options are not valid JSON: {e}")))?
+        };
+        Ok((flags, options))
+    })?;
+    drop(ctx);
+    drop(rt);
+    drop(state);
+    let ((d, s, t), options) = found;
+    let _ = shared
+        .bytecode
+        .set(std::mem::take(&mut *compiled.borrow_mut()));
+    // Files opened during init stay in `shared` for the VUs.
+    Ok(Script {
+        main,
+        options,
+        has_default: d,
+        has_setup: s,
+        has_teardown: t,
+        shared,
+    })
+}
+
+/// Run queued promise jobs (bounded: a script cannot keep us here forever).
+pub(crate) fn drain_jobs(ctx: &Ctx<'_>) {
+    for _ in 0..100_000 {
+        if !ctx.execute_pending_job() {
+            break;
+        }
+    }
+}
+
+/// Join `name` onto the directory of `base` and normalise `.`/`..`.
+fn join_relative(base: &str, name: &str) -> String {
+    let dir = Path::new(base).parent().unwrap_or(Path::new(""));
+    normalize(&dir.join(name).to_string_lossy())
+}
+
+fn normalize(p: &str) -> String {
+    let mut out = PathBuf::new();
+    for c in Path::new(p).components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out.to_string_lossy().into_owned()
+}
+
+/// Resolves k6 built-ins and relative paths; everything else gets a clear error.
+pub(crate) struct ModResolver;
+
+impl Resolver for ModResolver {
+    fn resolve<'js>(
+        &mut self,
+        _ctx: &Ctx<'js>,
+        base: &str,
+        name: &str,
+        _attributes: Option<ImportAttributes<'js>>,
+    ) -> rquickjs::Result<String> {
+        if BUILTINS.iter().any(|(n, _)| *n == name) {
+            return Ok(name.to_string());
+        }
+        let msg = |m: String| rquickjs::Error::new_resolving_message(base, name, m);
+        if name == "k6" || name.starts_with("k6/") {
+            let planned = PLANNED.iter().any(|p| name.starts_with(p));
+            return Err(msg(if planned {
+                format!("module '{name}' is not supported by volley yet")
+            } else {
+                format!("unknown k6 module '{name}'")
+            }));
+        }
+        if name.starts_with("http://") || name.starts_with("https://") {
+            return Err(msg(format!(
+                "remote module '{name}' is not fetched: volley loads nothing at run time; \
+                 download it next to the script and import it by relative path"
+            )));
+        }
+        if name.starts_with("./") || name.starts_with("../") || name.starts_with('/') {
+            return Ok(if name.starts_with('/') {
+                normalize(name)
+            } else {
+                join_relative(base, name)
+            });
+        }
+        Err(msg(format!(
+            "cannot import '{name}': use a relative path such as './{name}' or a k6 module"
+        )))
+    }
+}
+
+/// Loader used once, while compiling: declares each module from source and keeps its bytecode.
+struct CompilingLoader {
+    out: Rc<std::cell::RefCell<HashMap<String, Vec<u8>>>>,
+}
+
+impl Loader for CompilingLoader {
+    fn load<'js>(
+        &mut self,
+        ctx: &Ctx<'js>,
+        name: &str,
+        _attributes: Option<ImportAttributes<'js>>,
+    ) -> rquickjs::Result<Module<'js>> {
+        let source = match BUILTINS.iter().find(|(n, _)| *n == name) {
+            Some((_, src)) => src.to_string(),
+            None => std::fs::read_to_string(name).map_err(|e| {
+                rquickjs::Error::new_loading_message(name, format!("cannot read {name}: {e}"))
+            })?,
+        };
+        let m = Module::declare(ctx.clone(), name, source)?;
+        let bc = m.write(WriteOptions::default())?;
+        self.out.borrow_mut().insert(name.to_string(), bc);
+        Ok(m)
+    }
+}
+
+/// Loader every VU uses: modules come from the bytecode compiled once.
+pub(crate) struct BytecodeLoader {
+    pub(crate) shared: Arc<ScriptShared>,
+}
+
+impl Loader for BytecodeLoader {
+    fn load<'js>(
+        &mut self,
+        ctx: &Ctx<'js>,
+        name: &str,
+        _attributes: Option<ImportAttributes<'js>>,
+    ) -> rquickjs::Result<Module<'js>> {
+        let Some(bc) = self.shared.bytecode.get().and_then(|m| m.get(name)) else {
+            return Err(rquickjs::Error::new_loading_message(
+                name,
+                "module was not seen while compiling (dynamic import?)",
+            ));
+        };
+        // SAFETY: the bytes were written by QuickJS's own JS_WriteObject in this process.
+        unsafe { Module::load(ctx.clone(), bc) }
+    }
+}
+
+/// Turn a QuickJS error into "file:line:col: Name: message" plus the stack.
+pub(crate) fn js_error(ctx: &Ctx<'_>, e: rquickjs::Error) -> ScriptError {
+    ScriptError(describe(ctx, e))
+}
+
+pub(crate) fn describe(ctx: &Ctx<'_>, e: rquickjs::Error) -> String {
+    match CaughtError::from_error(ctx, e) {
+        CaughtError::Exception(ex) => {
+            let obj = ex.as_object();
+            let name: String = obj
+                .get::<_, Option<rquickjs::Coerced<String>>>("name")
+                .ok()
+                .flatten()
+                .map(|c| c.0)
+                .unwrap_or_else(|| "Error".into());
+            let message = ex.message().unwrap_or_default();
+            let stack = ex.stack().unwrap_or_default();
+            let stack = stack.trim_end();
+            match first_position(stack) {
+                Some(pos) => format!("{pos}: {name}: {message}\n{stack}"),
+                None if stack.is_empty() => format!("{name}: {message}"),
+                None => format!("{name}: {message}\n{stack}"),
+            }
+        }
+        CaughtError::Value(v) => {
+            let s = ctx
+                .json_stringify(v.clone())
+                .ok()
+                .flatten()
+                .and_then(|s| s.to_string().ok())
+                .unwrap_or_else(|| format!("{v:?}"));
+            format!("Uncaught {s}")
+        }
+        CaughtError::Error(e) => e.to_string(),
+    }
+}
+
+/// The first `file:line:col` in a QuickJS stack ("    at f (a.js:3:5)" or "    at a.js:3:5").
+fn first_position(stack: &str) -> Option<String> {
+    for line in stack.lines() {
+        let l = line.trim();
+        let Some(rest) = l.strip_prefix("at ") else {
+            continue;
+        };
+        let pos = match (rest.rfind('('), rest.ends_with(')')) {
+            (Some(i), true) => &rest[i + 1..rest.len() - 1],
+            _ => rest,
+        };
+        if pos.starts_with('<') || pos == "native" {
+            continue;
+        }
+        // Built-in shims are not where the user's mistake is.
+        if BUILTINS
+            .iter()
+            .any(|(n, _)| pos.starts_with(&format!("{n}:")))
+        {
+            continue;
+        }
+        let mut parts = pos.rsplitn(3, ':');
+        let (c, l, f) = (parts.next(), parts.next(), parts.next());
+        if let (Some(c), Some(l), Some(_)) = (c, l, f) {
+            if c.parse::<u32>().is_ok() && l.parse::<u32>().is_ok() {
+                return Some(pos.to_string());
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_names_join_and_normalise() {
+        assert_eq!(
+            join_relative("tests/k6/a.js", "./lib/b.js"),
+            "tests/k6/lib/b.js"
+        );
+        assert_eq!(join_relative("tests/k6/a.js", "../c.js"), "tests/c.js");
+        assert_eq!(join_relative("a.js", "./b.js"), "b.js");
+        assert_eq!(normalize("./x/./y/../z.js"), "x/z.js");
+    }
+
+    #[test]
+    fn positions_come_from_the_first_user_frame() {
+        let s = "    at check (k6:7:12)\n    at default (tests/k6/a.js:5:9)\n";
+        assert_eq!(first_position(s).as_deref(), Some("tests/k6/a.js:5:9"));
+        assert_eq!(
+            first_position("    at x.js:1:2").as_deref(),
+            Some("x.js:1:2")
+        );
+        assert_eq!(first_position("    at <eval>"), None);
+    }
+}

@@ -1,0 +1,34 @@
+// The `k6` module: check, group, sleep, fail. Recording is native (`__volley`).
+const V = globalThis.__volley;
+
+export function check(val, sets, tags) {
+  let all = true;
+  if (sets === null || typeof sets !== "object") return true;
+  for (const name of Object.keys(sets)) {
+    const c = sets[name];
+    const pass = !!(typeof c === "function" ? c(val) : c);
+    V.check(name, pass, tags === undefined ? null : tags);
+    if (!pass) all = false;
+  }
+  return all;
+}
+
+export function group(name, fn) {
+  if (typeof fn !== "function") throw new TypeError("group() needs a function as its second argument");
+  V.groupEnter(String(name));
+  try {
+    return fn();
+  } finally {
+    V.groupLeave();
+  }
+}
+
+export function sleep(secs) {
+  V.sleep(Number(secs));
+}
+
+export function fail(msg) {
+  throw new Error(msg === undefined ? "" : String(msg));
+}
+
+export default { check, group, sleep, fail };

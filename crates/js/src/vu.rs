@@ -1,0 +1,754 @@
+//! A VU: one QuickJS runtime + context on its own stackful coroutine.
+//!
+//! k6 scripts are synchronous (`const r = http.get(url)`), so a native call that must wait
+//! (a request, `sleep`) *suspends the coroutine* with a future; the VU's task on the worker's
+//! current-thread tokio runtime awaits that future and resumes the coroutine with its output.
+//! No OS thread is blocked and thousands of VUs share one worker.
+//!
+//! Pitfalls handled here (see DESIGN.md): the QuickJS runtime is created *inside* the
+//! coroutine (QuickJS records its stack top at creation); coroutine stacks are [`CO_STACK`]
+//! with a smaller JS limit [`JS_STACK`] so deep recursion throws a RangeError; a coroutine is
+//! never dropped while suspended ([`JsVu`]'s `Drop` resumes it with `Exit` and lets it
+//! finish); on a hard stop the pending future is dropped and the coroutine resumed with
+//! `Cancelled`, so the native call throws and the iteration unwinds.
+
+use crate::script::{self, BytecodeLoader, ModResolver, ScriptError};
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use rquickjs::function::Opt;
+use rquickjs::{Context, Ctx, Function, Module, Object, Runtime, Value};
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use volley_engine::vus::{Outcome, Phase, VuBody, VuFactory, WorkerEnv};
+use volley_metrics::{MetricKey, MetricKind, Recorder, TagSet, Unit};
+
+/// Coroutine stack per VU (virtual memory; only touched pages cost RSS).
+pub(crate) const CO_STACK: usize = 1024 * 1024;
+/// QuickJS's own stack limit, well inside [`CO_STACK`] so Rust frames below JS still fit.
+pub(crate) const JS_STACK: usize = 512 * 1024;
+
+/// What every VU of a run shares (read-mostly, `Send + Sync`).
+pub struct ScriptShared {
+    pub(crate) main: String,
+    /// Directory `open()` paths are relative to (the main script's).
+    pub(crate) dir: PathBuf,
+    pub(crate) env: BTreeMap<String, String>,
+    pub(crate) bytecode: OnceLock<HashMap<String, Vec<u8>>>,
+    /// Files read by `open()`: read once, shared by every VU.
+    pub(crate) files: Mutex<HashMap<PathBuf, Arc<Vec<u8>>>>,
+    /// `setup()`'s return value as JSON.
+    pub(crate) setup_data: Mutex<Option<String>>,
+    /// Custom metric names and kinds, so every VU agrees.
+    pub(crate) metrics: Mutex<HashMap<String, (MetricKind, Unit)>>,
+    pub(crate) http: crate::http::HttpConfig,
+    pub(crate) started: Instant,
+    pub(crate) errors_logged: AtomicU64,
+    /// Run-level tags (k6 `scenario`).
+    pub(crate) scenario: String,
+}
+
+impl ScriptShared {
+    pub(crate) fn new(main: String, dir: PathBuf, env: BTreeMap<String, String>) -> Self {
+        ScriptShared {
+            main,
+            dir,
+            env,
+            bytecode: OnceLock::new(),
+            files: Mutex::new(HashMap::new()),
+            setup_data: Mutex::new(None),
+            metrics: Mutex::new(HashMap::new()),
+            http: crate::http::HttpConfig::default(),
+            started: Instant::now(),
+            errors_logged: AtomicU64::new(0),
+            scenario: "default".into(),
+        }
+    }
+
+    pub(crate) fn log(&self, level: &str, msg: &str) {
+        let secs = self.started.elapsed().as_secs();
+        let tag = match level {
+            "warn" => "WARN",
+            "error" => "ERRO",
+            "debug" => "DEBU",
+            _ => "INFO",
+        };
+        eprintln!("{tag}[{secs:04}] {msg} source=console");
+    }
+}
+
+/// Messages into the coroutine.
+pub(crate) enum Resume {
+    Cmd(Cmd),
+    /// The awaited future's output.
+    Value(Box<dyn Any>),
+    /// The awaited future was dropped (hard stop): throw and unwind.
+    Cancelled,
+}
+
+pub(crate) enum Cmd {
+    Init,
+    Run(Phase),
+    Exit,
+}
+
+type BoxFuture = Pin<Box<dyn Future<Output = Box<dyn Any>>>>;
+
+/// Messages out of the coroutine.
+pub(crate) enum Yield {
+    Await(BoxFuture),
+    Done(Outcome),
+}
+
+type Co = Coroutine<Resume, Yield, (), DefaultStack>;
+
+/// One VU's mutable state, reachable from its native functions.
+pub(crate) struct VuState {
+    pub(crate) id: u64,
+    pub(crate) shared: Arc<ScriptShared>,
+    pub(crate) rec: Rc<RefCell<Recorder>>,
+    pub(crate) env: Option<WorkerEnv>,
+    yielder: Cell<*const Yielder<Resume, Yield>>,
+    pub(crate) in_init: Cell<bool>,
+    /// Iterations may be cancelled by a hard stop; setup/teardown may not.
+    cancellable: Cell<bool>,
+    /// Set when a wait was cancelled: the current call ends as `Interrupted`.
+    pub(crate) interrupted: Cell<bool>,
+    /// Current group path ("" at the root, "::a::b" inside nested groups) and start times.
+    pub(crate) group: RefCell<String>,
+    group_starts: RefCell<Vec<Instant>>,
+    /// Custom metrics declared by this VU: (name, kind, unit).
+    metrics: RefCell<Vec<(String, MetricKind, Unit)>>,
+    pub(crate) http: RefCell<crate::http::VuHttp>,
+}
+
+impl VuState {
+    pub(crate) fn new_init(shared: Arc<ScriptShared>) -> Rc<VuState> {
+        Rc::new(VuState::new(0, shared, Rc::default(), None))
+    }
+
+    fn new(
+        id: u64,
+        shared: Arc<ScriptShared>,
+        rec: Rc<RefCell<Recorder>>,
+        env: Option<WorkerEnv>,
+    ) -> VuState {
+        VuState {
+            id,
+            shared,
+            rec,
+            env,
+            yielder: Cell::new(std::ptr::null()),
+            in_init: Cell::new(true),
+            cancellable: Cell::new(false),
+            interrupted: Cell::new(false),
+            group: RefCell::new(String::new()),
+            group_starts: RefCell::new(Vec::new()),
+            metrics: RefCell::new(Vec::new()),
+            http: RefCell::new(crate::http::VuHttp::default()),
+        }
+    }
+
+    /// Suspend this VU until `fut` is done. `None`: cancelled (hard stop), or no coroutine
+    /// (the init run, where waiting is not allowed).
+    pub(crate) fn wait<T: 'static>(&self, fut: impl Future<Output = T> + 'static) -> Option<T> {
+        let y = self.yielder.get();
+        if y.is_null() || self.interrupted.get() {
+            return None;
+        }
+        let fut: BoxFuture = Box::pin(async move { Box::new(fut.await) as Box<dyn Any> });
+        // SAFETY: the yielder lives as long as the coroutine body, and natives only run
+        // inside that body (on the coroutine's stack).
+        let y = unsafe { &*y };
+        match y.suspend(Yield::Await(fut)) {
+            Resume::Value(v) => v.downcast::<T>().ok().map(|b| *b),
+            _ => {
+                self.interrupted.set(true);
+                None
+            }
+        }
+    }
+
+    /// Tags every sample of this VU carries (k6 system tags `scenario`, `group`).
+    pub(crate) fn base_tags(&self) -> TagSet {
+        let mut t = TagSet::new();
+        t.insert("scenario".into(), self.shared.scenario.clone());
+        t.insert("group".into(), self.group.borrow().clone());
+        t
+    }
+}
+
+fn throw(ctx: &Ctx<'_>, msg: &str) -> rquickjs::Error {
+    rquickjs::Exception::throw_message(ctx, msg)
+}
+
+/// Copy a JS object's own enumerable string-keyed properties into `tags`.
+fn add_tags<'js>(tags: &mut TagSet, obj: Option<Value<'js>>) -> rquickjs::Result<()> {
+    let Some(o) = obj.and_then(|v| v.into_object()) else {
+        return Ok(());
+    };
+    for kv in o.props::<String, rquickjs::Coerced<String>>() {
+        let (k, v) = kv?;
+        tags.insert(k, v.0);
+    }
+    Ok(())
+}
+
+/// Define `__ENV`, `__VU`, `__ITER`, `open`, `console` and the hidden `__volley` natives.
+pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs::Result<()> {
+    let g = ctx.globals();
+    let env = Object::new(ctx.clone())?;
+    for (k, v) in &st.shared.env {
+        env.set(k.as_str(), v.as_str())?;
+    }
+    g.set("__ENV", env)?;
+    g.set("__VU", st.id)?;
+    g.set("__ITER", 0)?;
+
+    let v = Object::new(ctx.clone())?;
+    {
+        let st = st.clone();
+        v.set(
+            "log",
+            Function::new(ctx.clone(), move |level: String, msg: String| {
+                st.shared.log(&level, &msg)
+            })?,
+        )?;
+    }
+    {
+        let st = st.clone();
+        v.set(
+            "sleep",
+            Function::new(ctx.clone(), move |ctx: Ctx<'js>, secs: f64| {
+                if st.in_init.get() {
+                    return Err(throw(&ctx, "sleep() is not allowed in the init context"));
+                }
+                let d = Duration::from_secs_f64(if secs.is_finite() { secs.max(0.0) } else { 0.0 });
+                match st.wait(tokio::time::sleep(d)) {
+                    Some(()) => Ok(()),
+                    None => Err(throw(&ctx, "test interrupted")),
+                }
+            })?,
+        )?;
+    }
+    {
+        let st = st.clone();
+        v.set(
+            "check",
+            Function::new(
+                ctx.clone(),
+                move |ctx: Ctx<'js>, name: String, pass: bool, tags: Opt<Value<'js>>| {
+                    if st.in_init.get() {
+                        return Err(throw(&ctx, "check() is not allowed in the init context"));
+                    }
+                    let mut t = st.base_tags();
+                    t.insert("check".into(), name);
+                    add_tags(&mut t, tags.0)?;
+                    let mut rec = st.rec.borrow_mut();
+                    let h = rec.handle(
+                        MetricKey {
+                            name: "checks".into(),
+                            tags: t,
+                        },
+                        MetricKind::Rate,
+                        Unit::Default,
+                    );
+                    rec.rate(h, pass);
+                    Ok(())
+                },
+            )?,
+        )?;
+    }
+    {
+        let st = st.clone();
+        v.set(
+            "groupEnter",
+            Function::new(ctx.clone(), move |ctx: Ctx<'js>, name: String| {
+                if st.in_init.get() {
+                    return Err(throw(&ctx, "group() is not allowed in the init context"));
+                }
+                if name.contains("::") {
+                    return Err(throw(&ctx, "group names may not contain '::'"));
+                }
+                let mut g = st.group.borrow_mut();
+                g.push_str("::");
+                g.push_str(&name);
+                st.group_starts.borrow_mut().push(Instant::now());
+                Ok(())
+            })?,
+        )?;
+    }
+    {
+        let st = st.clone();
+        v.set(
+            "groupLeave",
+            Function::new(ctx.clone(), move || {
+                let Some(t0) = st.group_starts.borrow_mut().pop() else {
+                    return;
+                };
+                let took = t0.elapsed();
+                let tags = st.base_tags();
+                {
+                    let mut rec = st.rec.borrow_mut();
+                    let h = rec.handle(
+                        MetricKey {
+                            name: "group_duration".into(),
+                            tags,
+                        },
+                        MetricKind::Trend,
+                        Unit::Time,
+                    );
+                    rec.trend_us(h, took.as_micros() as u64);
+                }
+                let mut g = st.group.borrow_mut();
+                let cut = g.rfind("::").unwrap_or(0);
+                g.truncate(cut);
+            })?,
+        )?;
+    }
+    {
+        let st = st.clone();
+        v.set(
+            "metric",
+            Function::new(
+                ctx.clone(),
+                move |ctx: Ctx<'js>, name: String, kind: u32, is_time: bool| {
+                    if !st.in_init.get() {
+                        return Err(throw(
+                            &ctx,
+                            "metrics must be declared in the init context (outside functions)",
+                        ));
+                    }
+                    let valid = !name.is_empty()
+                        && name.len() <= 128
+                        && name
+                            .chars()
+                            .next()
+                            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                    if !valid {
+                        return Err(throw(
+                            &ctx,
+                            &format!(
+                                "invalid metric name '{name}': use letters, digits and _, \
+                                 starting with a letter or _, at most 128 characters"
+                            ),
+                        ));
+                    }
+                    let kind = match kind {
+                        0 => MetricKind::Counter,
+                        1 => MetricKind::Gauge,
+                        2 => MetricKind::Rate,
+                        _ => MetricKind::Trend,
+                    };
+                    let unit = if is_time && kind == MetricKind::Trend {
+                        Unit::Time
+                    } else {
+                        Unit::Default
+                    };
+                    if let Some(builtin) = crate::BUILTIN_METRICS.iter().find(|(n, _)| *n == name) {
+                        if builtin.1 != kind {
+                            return Err(throw(
+                                &ctx,
+                                &format!("metric '{name}' is built in with another type"),
+                            ));
+                        }
+                    }
+                    let mut reg = st.shared.metrics.lock().unwrap();
+                    match reg.get(&name) {
+                        Some((k, _)) if *k != kind => {
+                            return Err(throw(
+                                &ctx,
+                                &format!("metric '{name}' was already declared with another type"),
+                            ))
+                        }
+                        Some(_) => {}
+                        None => {
+                            reg.insert(name.clone(), (kind, unit));
+                        }
+                    }
+                    let mut m = st.metrics.borrow_mut();
+                    m.push((name, kind, unit));
+                    Ok(m.len() as u32 - 1)
+                },
+            )?,
+        )?;
+    }
+    {
+        let st = st.clone();
+        v.set(
+            "metricAdd",
+            Function::new(
+                ctx.clone(),
+                move |ctx: Ctx<'js>, id: u32, value: f64, tags: Opt<Value<'js>>| {
+                    if st.in_init.get() {
+                        return Err(throw(
+                            &ctx,
+                            "metrics cannot be added to in the init context",
+                        ));
+                    }
+                    if !value.is_finite() {
+                        return Err(throw(&ctx, "metric values must be finite numbers"));
+                    }
+                    let (name, kind, unit) = match st.metrics.borrow().get(id as usize) {
+                        Some(m) => m.clone(),
+                        None => return Err(throw(&ctx, "unknown metric")),
+                    };
+                    let mut t = st.base_tags();
+                    add_tags(&mut t, tags.0)?;
+                    let mut rec = st.rec.borrow_mut();
+                    let h = rec.handle(MetricKey { name, tags: t }, kind, unit);
+                    rec.add(h, value);
+                    Ok(())
+                },
+            )?,
+        )?;
+    }
+    crate::http::install(ctx, &v, st)?;
+    g.set("__volley", v)?;
+
+    {
+        let st = st.clone();
+        g.set(
+            "open",
+            Function::new(
+                ctx.clone(),
+                move |ctx: Ctx<'js>, path: String, mode: Opt<String>| {
+                    if !st.in_init.get() {
+                        return Err(throw(
+                            &ctx,
+                            "open() can only be called in the init context (outside functions)",
+                        ));
+                    }
+                    let full = st.shared.dir.join(&path);
+                    let bytes = {
+                        let mut files = st.shared.files.lock().unwrap();
+                        match files.get(&full) {
+                            Some(b) => b.clone(),
+                            None => {
+                                let b = std::fs::read(&full).map_err(|e| {
+                                    throw(&ctx, &format!("open({path}): {}: {e}", full.display()))
+                                })?;
+                                let b = Arc::new(b);
+                                files.insert(full.clone(), b.clone());
+                                b
+                            }
+                        }
+                    };
+                    if mode.0.as_deref() == Some("b") {
+                        let ab = rquickjs::ArrayBuffer::new_copy(ctx.clone(), bytes.as_slice())?;
+                        return Ok(ab.into_value());
+                    }
+                    let s = String::from_utf8_lossy(&bytes);
+                    Ok(rquickjs::String::from_str(ctx.clone(), &s)?.into_value())
+                },
+            )?,
+        )?;
+    }
+    ctx.eval::<(), _>(script::CONSOLE_JS)?;
+    Ok(())
+}
+
+/// The body the engine drives: a coroutine plus the bookkeeping to resume it.
+pub struct JsVu {
+    co: Option<Co>,
+    env: WorkerEnv,
+    state: Rc<VuState>,
+}
+
+impl JsVu {
+    fn new(id: u64, shared: Arc<ScriptShared>, env: &WorkerEnv) -> Result<JsVu, ScriptError> {
+        let state = Rc::new(VuState::new(
+            id,
+            shared,
+            env.recorder.clone(),
+            Some(env.clone()),
+        ));
+        let st = state.clone();
+        let stack = DefaultStack::new(CO_STACK)
+            .map_err(|e| ScriptError(format!("cannot allocate a VU stack: {e}")))?;
+        let co = Coroutine::with_stack(stack, move |y: &Yielder<Resume, Yield>, first: Resume| {
+            st.yielder.set(y as *const _);
+            vu_main(y, &st, first);
+            st.yielder.set(std::ptr::null());
+        });
+        let mut vu = JsVu {
+            co: Some(co),
+            env: env.clone(),
+            state,
+        };
+        match vu.resume_sync(Resume::Cmd(Cmd::Init)) {
+            Some(Outcome::Ok) => Ok(vu),
+            Some(Outcome::Abort(e)) | Some(Outcome::Error(e)) => Err(ScriptError(e)),
+            _ => Err(ScriptError("VU init did not finish".into())),
+        }
+    }
+
+    /// Resume without awaiting anything (init, exit): a wait there is cancelled.
+    fn resume_sync(&mut self, mut input: Resume) -> Option<Outcome> {
+        let co = self.co.as_mut()?;
+        // Bounded: each cancelled wait makes the script throw; a script that keeps
+        // catching and waiting again is cut off by the interrupt flag.
+        for _ in 0..10_000 {
+            match co.resume(input) {
+                CoroutineResult::Yield(Yield::Done(o)) => return Some(o),
+                CoroutineResult::Yield(Yield::Await(_)) => input = Resume::Cancelled,
+                CoroutineResult::Return(()) => {
+                    self.co = None;
+                    return None;
+                }
+            }
+        }
+        None
+    }
+}
+
+impl VuBody for JsVu {
+    async fn run(&mut self, phase: Phase) -> Outcome {
+        let cancellable = matches!(phase, Phase::Iteration { .. });
+        self.state.cancellable.set(cancellable);
+        let mut input = Resume::Cmd(Cmd::Run(phase));
+        loop {
+            let Some(co) = self.co.as_mut() else {
+                return Outcome::Abort("the VU has ended".into());
+            };
+            match co.resume(input) {
+                CoroutineResult::Yield(Yield::Done(o)) => return o,
+                CoroutineResult::Return(()) => {
+                    self.co = None;
+                    return Outcome::Abort("the VU ended unexpectedly".into());
+                }
+                CoroutineResult::Yield(Yield::Await(fut)) => {
+                    input = if cancellable && self.env.is_hard_stopped() {
+                        Resume::Cancelled
+                    } else if cancellable {
+                        let stop = self.env.hard_stop.notified();
+                        tokio::pin!(stop);
+                        stop.as_mut().enable();
+                        if self.env.is_hard_stopped() {
+                            Resume::Cancelled
+                        } else {
+                            tokio::select! {
+                                v = fut => Resume::Value(v),
+                                _ = stop => Resume::Cancelled,
+                            }
+                        }
+                    } else {
+                        Resume::Value(fut.await)
+                    };
+                }
+            }
+        }
+    }
+}
+
+impl Drop for JsVu {
+    fn drop(&mut self) {
+        // Never drop a suspended coroutine: let it leave its loop and free the runtime.
+        if self.co.is_some() {
+            let _ = self.resume_sync(Resume::Cmd(Cmd::Exit));
+        }
+        if let Some(co) = self.co.take() {
+            if co.started() && !co.done() {
+                // Should not happen; leaking is safer than unwinding through QuickJS frames.
+                std::mem::forget(co);
+            }
+        }
+    }
+}
+
+/// The coroutine's body: create the runtime here (QuickJS takes this stack's top), run init,
+/// then serve commands until `Exit`.
+fn vu_main(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, _first: Resume) {
+    let fail = |msg: String| {
+        let mut r = y.suspend(Yield::Done(Outcome::Abort(msg.clone())));
+        while !matches!(r, Resume::Cmd(Cmd::Exit)) {
+            r = y.suspend(Yield::Done(Outcome::Abort(msg.clone())));
+        }
+    };
+    let rt = match Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => return fail(format!("cannot start QuickJS: {e}")),
+    };
+    rt.set_max_stack_size(JS_STACK);
+    rt.set_loader(
+        ModResolver,
+        BytecodeLoader {
+            shared: st.shared.clone(),
+        },
+    );
+    {
+        let st = st.clone();
+        rt.set_interrupt_handler(Some(Box::new(move || {
+            st.cancellable.get() && st.env.as_ref().is_some_and(|e| e.is_hard_stopped())
+        })));
+    }
+    let ctx = match Context::full(&rt) {
+        Ok(c) => c,
+        Err(e) => return fail(format!("cannot start QuickJS: {e}")),
+    };
+    ctx.with(|ctx| serve(y, st, &ctx));
+    drop(ctx);
+    rt.set_interrupt_handler(None);
+    drop(rt);
+}
+
+fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
+    let init = || -> Result<Object<'js>, String> {
+        install_globals(ctx, st).map_err(|e| script::describe(ctx, e))?;
+        let main = &st.shared.main;
+        let bc = st
+            .shared
+            .bytecode
+            .get()
+            .and_then(|m| m.get(main))
+            .ok_or_else(|| format!("{main} was not compiled"))?;
+        // SAFETY: bytecode written by JS_WriteObject in this process.
+        let m = unsafe { Module::load(ctx.clone(), bc) }.map_err(|e| script::describe(ctx, e))?;
+        let (m, promise) = m.eval().map_err(|e| script::describe(ctx, e))?;
+        script::drain_jobs(ctx);
+        promise
+            .finish::<Value>()
+            .map_err(|e| script::describe(ctx, e))?;
+        // The natives stay reachable through the shims; the script does not need them.
+        let _ = ctx.globals().remove("__volley");
+        m.namespace().map_err(|e| script::describe(ctx, e))
+    };
+    let ns = match init() {
+        Ok(ns) => ns,
+        Err(e) => {
+            let mut r = y.suspend(Yield::Done(Outcome::Abort(e.clone())));
+            while !matches!(r, Resume::Cmd(Cmd::Exit)) {
+                r = y.suspend(Yield::Done(Outcome::Abort(e.clone())));
+            }
+            return;
+        }
+    };
+    st.in_init.set(false);
+    let func = |name: &str| ns.get::<_, Option<Function<'js>>>(name).ok().flatten();
+    let (default, setup, teardown) = (func("default"), func("setup"), func("teardown"));
+    let mut data: Option<Value<'js>> = None;
+    let mut iter: u64 = 0;
+    let mut outcome = Outcome::Ok;
+    loop {
+        let cmd = match y.suspend(Yield::Done(std::mem::replace(&mut outcome, Outcome::Ok))) {
+            Resume::Cmd(c) => c,
+            // A stray wake-up outside a wait: report nothing new.
+            _ => continue,
+        };
+        st.interrupted.set(false);
+        *st.group.borrow_mut() = String::new();
+        st.group_starts.borrow_mut().clear();
+        outcome = match cmd {
+            Cmd::Exit => break,
+            Cmd::Init => Outcome::Ok,
+            Cmd::Run(Phase::Setup) => match &setup {
+                None => Outcome::Ok,
+                Some(f) => {
+                    let r: rquickjs::Result<Value<'js>> = f.call(());
+                    script::drain_jobs(ctx);
+                    match r {
+                        Err(e) => Outcome::Abort(script::describe(ctx, e)),
+                        Ok(v) => {
+                            let json = ctx
+                                .json_stringify(v)
+                                .ok()
+                                .flatten()
+                                .and_then(|s| s.to_string().ok());
+                            *st.shared.setup_data.lock().unwrap() = json;
+                            Outcome::Ok
+                        }
+                    }
+                }
+            },
+            Cmd::Run(Phase::Teardown) => match &teardown {
+                None => Outcome::Ok,
+                Some(f) => {
+                    let d = setup_data(ctx, st, &mut data);
+                    let r: rquickjs::Result<Value<'js>> = f.call((d,));
+                    script::drain_jobs(ctx);
+                    match r {
+                        Err(e) => Outcome::Error(script::describe(ctx, e)),
+                        Ok(_) => Outcome::Ok,
+                    }
+                }
+            },
+            Cmd::Run(Phase::Iteration { .. }) => match &default {
+                None => Outcome::Abort("the script has no exported default function".into()),
+                Some(f) => {
+                    let _ = ctx.globals().set("__ITER", iter);
+                    iter += 1;
+                    let d = setup_data(ctx, st, &mut data);
+                    let r: rquickjs::Result<Value<'js>> = f.call((d,));
+                    script::drain_jobs(ctx);
+                    if st.interrupted.get() {
+                        // Clear any pending exception and report the interruption.
+                        if r.is_err() {
+                            let _ = ctx.catch();
+                        }
+                        Outcome::Interrupted
+                    } else {
+                        match r {
+                            Ok(_) => Outcome::Ok,
+                            Err(e) => {
+                                let msg = script::describe(ctx, e);
+                                log_exception(st, &msg);
+                                Outcome::Error(msg)
+                            }
+                        }
+                    }
+                }
+            },
+        };
+    }
+}
+
+/// The setup data for this VU: parsed from JSON once, then the same object every iteration.
+fn setup_data<'js>(ctx: &Ctx<'js>, st: &VuState, cache: &mut Option<Value<'js>>) -> Value<'js> {
+    if let Some(v) = cache {
+        return v.clone();
+    }
+    let json = st.shared.setup_data.lock().unwrap().clone();
+    let v = match json {
+        Some(j) => ctx
+            .json_parse(j)
+            .unwrap_or_else(|_| Value::new_undefined(ctx.clone())),
+        None => Value::new_undefined(ctx.clone()),
+    };
+    *cache = Some(v.clone());
+    v
+}
+
+/// Log an iteration's exception as k6 does (rate-limited so a broken script cannot flood).
+fn log_exception(st: &VuState, msg: &str) {
+    let n = st.shared.errors_logged.fetch_add(1, Ordering::Relaxed);
+    if n < 20 || n.is_power_of_two() {
+        let secs = st.shared.started.elapsed().as_secs();
+        let more = if n == 19 {
+            " (further errors are logged sparsely)"
+        } else {
+            ""
+        };
+        eprintln!("ERRO[{secs:04}] {msg} source=stacktrace{more}");
+    }
+}
+
+/// Makes [`JsVu`]s for the engine.
+pub struct JsFactory {
+    pub(crate) shared: Arc<ScriptShared>,
+}
+
+impl VuFactory for JsFactory {
+    type Body = JsVu;
+
+    fn create(&self, env: &WorkerEnv, id: u64) -> Result<JsVu, String> {
+        JsVu::new(id, self.shared.clone(), env).map_err(|e| e.0)
+    }
+}

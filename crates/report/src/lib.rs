@@ -1,0 +1,46 @@
+//! volley-report: what Volley tells you after a run, read from result files alone.
+//!
+//! Everything here works from [`RunResult`]s (the `--save` file), never from a live run, so a
+//! report or a comparison made in CI days later shows exactly what the run recorded.
+//!
+//! Layout:
+//! - [`view`]: pulls figures (rate, percentiles, error rate ...) out of a result file, both as
+//!   whole-run totals and as per-interval values from the series. The one place that knows how
+//!   a figure is computed, so the report and the comparison never disagree.
+//! - [`stats`]: the Mann-Whitney U test (normal approximation, tie-corrected) and medians.
+//! - [`compare`]: `volley compare`: per metric and figure, base vs new, relative change, p-value
+//!   and a verdict (regression, improvement, within noise); `--fail-on` rules; text, Markdown
+//!   and JSON renderings. Method: `docs/compare.md`.
+//! - [`html`]: `volley report`: one self-contained HTML page (inline CSS and SVG, no script, no
+//!   network) for one or more runs. Layout: `docs/report.md`.
+//! - [`svg`]: the hand-written SVG line and bar charts the report uses.
+//! - [`fmt`]: HTML escaping and human formatting of milliseconds, bytes and rates.
+
+pub mod compare;
+pub mod fmt;
+pub mod html;
+pub mod stats;
+pub mod svg;
+pub mod view;
+
+pub use compare::{compare, CompareOptions, Comparison, FailRule, Verdict};
+pub use html::render_report;
+pub use view::Figure;
+
+/// A result file with the label it is shown under (usually its file name).
+pub struct Labeled<'a> {
+    pub label: String,
+    pub run: &'a volley_metrics::RunResult,
+    /// The file's raw JSON, for sections the typed result does not model yet (thresholds).
+    pub raw: Option<&'a serde_json::Value>,
+}
+
+use volley_metrics::RunResult;
+
+/// Read a result file plus its raw JSON (kept for optional sections such as thresholds).
+pub fn read(path: &std::path::Path) -> Result<(RunResult, serde_json::Value), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let run = RunResult::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let raw = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+    Ok((run, raw))
+}
