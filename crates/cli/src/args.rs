@@ -33,6 +33,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare two result files: noise-aware verdicts (regression, improvement, within noise)
     Compare(CompareArgs),
+    /// Watch processes, cgroups or Prometheus endpoints: live table, CSV, drift checks
+    Monitor(MonitorArgs),
 }
 
 #[derive(Args, Debug)]
@@ -137,6 +139,20 @@ pub struct HttpArgs {
     /// A/B mode: rounds per side (≥ 2 to judge noise)
     #[arg(long, default_value_t = 3, requires = "vs", value_parser = clap::value_parser!(u64).range(1..=100))]
     pub rounds: u64,
+
+    /// Watch the target on the run's timeline: pid:N, cmd:NAME, cgroup:/path or
+    /// url:http://host:port/metrics[#name,...]; NAME=SPEC names it (repeatable; docs/monitor.md)
+    #[arg(long = "monitor", value_name = "SPEC", conflicts_with = "vs")]
+    pub monitor: Vec<String>,
+
+    /// How often --monitor samples (whole seconds)
+    #[arg(long, default_value = "1s", value_parser = volley_engine::parse_duration)]
+    pub monitor_interval: std::time::Duration,
+
+    /// Exit with code 99 unless METRIC passes CHECK, e.g. monitor_rss_bytes:slope<5MB/h,
+    /// monitor_rss_bytes{target:api}:max<2GB, http_req_duration:drift(p95)<10% (repeatable)
+    #[arg(long = "threshold", value_name = "METRIC:CHECK")]
+    pub thresholds: Vec<String>,
 
     /// No progress line and no text summary (errors still go to stderr)
     #[arg(long)]
@@ -243,10 +259,40 @@ pub struct RunArgs {
     /// Write k6's end-of-test summary export JSON to FILE
     #[arg(long, value_name = "FILE")]
     pub summary_export: Option<PathBuf>,
+    /// Stream every sample to an output: json=FILE (k6's NDJSON)
+    #[arg(short = 'o', long = "out", value_name = "json=FILE")]
+    pub out: Vec<String>,
     /// Worker threads (default: one per available core)
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
     /// No text summary (errors and console output still go to stderr)
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct MonitorArgs {
+    /// What to watch: pid:N, cmd:NAME, cgroup:/path, url:http://host:port/metrics[#name,...];
+    /// NAME=SPEC names it (see docs/monitor.md)
+    #[arg(required = true, value_name = "SPEC")]
+    pub specs: Vec<String>,
+    /// Time between samples (whole seconds)
+    #[arg(short = 'i', long, default_value = "1s", value_parser = volley_engine::parse_duration)]
+    pub interval: std::time::Duration,
+    /// Stop after this long (default: until Ctrl-C, or until every watched pid is gone)
+    #[arg(short = 'z', long, value_parser = volley_engine::parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Also write every sample to this CSV file (header: time, elapsed_s, target, figures)
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Save the samples as a result file (series of monitor_* gauges; see docs/result-file.md)
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+    /// Exit with code 99 unless METRIC passes CHECK, e.g. monitor_rss_bytes:slope<5MB/h
+    /// (repeatable)
+    #[arg(long = "threshold", value_name = "METRIC:CHECK")]
+    pub thresholds: Vec<String>,
+    /// No live table and no summary (notes and threshold failures still go to stderr)
     #[arg(short = 'q', long)]
     pub quiet: bool,
 }

@@ -15,6 +15,11 @@ pub fn run(a: HttpArgs) -> i32 {
         Ok(c) => c,
         Err(e) => return exit::usage(&e),
     };
+    let (monitor, thresholds) =
+        match crate::monitor_cmd::http_setup(&a.monitor, a.monitor_interval, &a.thresholds) {
+            Ok(m) => m,
+            Err(code) => return code,
+        };
     let ctl = RunControl::new();
     signals::install(ctl.clone());
     let live = !a.quiet && std::io::stderr().is_terminal();
@@ -24,7 +29,7 @@ pub fn run(a: HttpArgs) -> i32 {
         }
         return ab(&a, cfg, b, &ctl, live);
     }
-    let result = run_quick(&cfg, &ctl, |p| {
+    let result = volley_engine::run_quick_monitored(&cfg, &monitor, &ctl, |p| {
         if live {
             progress_line(p);
         }
@@ -37,6 +42,7 @@ pub fn run(a: HttpArgs) -> i32 {
         Err(e) => return exit::fail(&e),
     };
     let code = finish(&result, a.json, a.quiet, a.save.as_deref());
+    let code = crate::monitor_cmd::apply_thresholds(&result, &thresholds, a.quiet, code);
     crate::report_cmd::after_run(&result, a.report.as_deref(), a.quiet || a.json, code)
 }
 

@@ -10,6 +10,7 @@ mod args;
 mod demo;
 mod exit;
 mod http_cmd;
+mod monitor_cmd;
 mod report_cmd;
 mod run_cmd;
 mod signals;
@@ -26,6 +27,7 @@ fn main() {
         args::Command::Run(a) => run_cmd::run(*a),
         args::Command::Report(a) => report_cmd::report(a),
         args::Command::Compare(a) => report_cmd::compare(a),
+        args::Command::Monitor(a) => monitor_cmd::run(a),
     };
     std::process::exit(code);
 }
@@ -63,6 +65,22 @@ fn summary_cmd(a: args::SummaryArgs) -> i32 {
         Ok(r) => r,
         Err(e) => return exit::fail(&e),
     };
+    if r.meta.mode == "run" {
+        return match volley_js::Summary::from_result(&r) {
+            Ok(s) if a.json => {
+                outln!(
+                    "{}",
+                    serde_json::to_string_pretty(&s.export()).unwrap_or_default()
+                );
+                exit::OK
+            }
+            Ok(s) => {
+                exit::print(&s.render_text());
+                exit::OK
+            }
+            Err(e) => exit::fail(&format!("{}: {e}", a.file.display())),
+        };
+    }
     if r.meta.mode != "http" {
         return exit::fail(&format!(
             "{}: summaries of '{}' runs are not supported yet",

@@ -34,7 +34,14 @@ fn h2c_counts_and_bytes_match_the_server() {
         s.bytes_received,
         "every frame counted, GOAWAY included"
     );
-    assert_eq!(j["bytes_received"].as_u64().unwrap(), s.bytes_sent);
+    // The server answers our closing GOAWAY with its own (9-byte header + 8-byte payload);
+    // when that lands after Volley closed the socket it was never received, so the server may
+    // count one such frame per connection more — and nothing else.
+    let missing = s.bytes_sent - j["bytes_received"].as_u64().unwrap();
+    assert!(
+        missing % 17 == 0 && missing <= 2 * 17,
+        "server sent {missing} bytes Volley did not count"
+    );
     t.shutdown();
 }
 

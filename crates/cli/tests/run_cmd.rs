@@ -77,3 +77,276 @@ fn exception_in_setup_exits_107() {
     assert!(stderr(&o).contains("setup_throws.js:2:"), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn base(t: &volley_target::RunningTarget) -> String {
+    format!("BASE=http://{}", t.local_addr())
+}
+
+#[test]
+fn thresholds_pass_exit_0_and_fail_exit_99() {
+    let t = target();
+    let b = base(&t);
+    let o = run(&["run", &script("thresholds.js"), "-e", &b]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("✓ http_reqs"), "{text}");
+    assert!(
+        text.contains("✓ { group:::login, method:GET }")
+            || text.contains("✓ { group:::login,method:GET }"),
+        "{text}"
+    );
+    let o = run(&["run", &script("thresholds.js"), "-e", &b, "-e", "FAIL=1"]);
+    assert_eq!(o.status.code(), Some(99), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("thresholds on metrics 'checks, http_reqs{name:verify}' have been crossed"),
+        "{err}"
+    );
+    assert!(stdout(&o).contains("✗ checks"), "{}", stdout(&o));
+}
+
+#[test]
+fn abort_on_fail_stops_the_test_early_with_99() {
+    let t = target();
+    let started = std::time::Instant::now();
+    let dir = common::scratch("abort");
+    let save = dir.join("run.json");
+    let o = run(&[
+        "run",
+        &script("thresholds_abort.js"),
+        "-e",
+        &base(&t),
+        "--save",
+        save.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(99), "{}", stderr(&o));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "the 30 s test was not stopped"
+    );
+    assert!(stderr(&o).contains("abortOnFail"), "{}", stderr(&o));
+    let r = volley_metrics::RunResult::read(&save).unwrap();
+    let th = r
+        .thresholds
+        .iter()
+        .find(|t| t.metric == "http_reqs")
+        .unwrap();
+    assert!(!th.ok && th.aborted, "{th:?}");
+    assert!(r
+        .thresholds
+        .iter()
+        .any(|t| t.metric == "iterations" && t.ok));
+    // `volley summary` renders the run file with the threshold marks.
+    let s = run(&["summary", save.to_str().unwrap()]);
+    assert_eq!(s.status.code(), Some(0), "{}", stderr(&s));
+    assert!(stdout(&s).contains("✗ http_reqs"), "{}", stdout(&s));
+    assert!(stdout(&s).contains("✓ iterations"), "{}", stdout(&s));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_threshold_expression_exits_104_naming_the_option() {
+    let o = run(&["run", &script("thresholds_bad.js")]);
+    assert_eq!(o.status.code(), Some(104), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("options.thresholds[\"http_req_duration\"][1]"),
+        "{err}"
+    );
+    assert!(err.contains("'p95 < 200'") && err.contains("p(N)"), "{err}");
+    let o = run(&["run", &script("thresholds_unknown.js")]);
+    assert_eq!(o.status.code(), Some(104), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no metric name \"no_such_metric\""),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn handle_summary_writes_stdout_and_a_file_with_k6_data() {
+    let t = target();
+    let dir = common::scratch("handle-summary");
+    let o = common::volley()
+        .current_dir(&dir)
+        .args([
+            "run",
+            &script("handle_summary.js"),
+            "-e",
+            &base(&t),
+            "-e",
+            "OUT=out/facts.json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "HANDLED 3\n",
+        "the default summary must not be printed"
+    );
+    let f: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("out/facts.json")).unwrap())
+            .unwrap();
+    assert_eq!(f["reqs"], 3.0);
+    assert_eq!(f["rate_type"], "rate");
+    assert_eq!(f["checks_passes"], 3);
+    assert_eq!(f["checks_ok"], true);
+    assert_eq!(f["duration_contains"], "time");
+    assert_eq!(f["trend_keys"], "avg,count,p(99)");
+    assert_eq!(f["sub_ok"], true);
+    assert_eq!(f["sub_count"], 3.0);
+    assert_eq!(f["group_name"], "g1");
+    assert_eq!(f["group_path"], "::g1");
+    assert_eq!(f["check_name"], "is 200");
+    assert_eq!(f["check_passes"], 3);
+    assert_eq!(f["root_id"], "d41d8cd98f00b204e9800998ecf8427e");
+    assert_eq!(f["stats"], "avg,p(99),count");
+    assert_eq!(f["has_state"], true);
+    // A throwing handleSummary: logged, and the default summary is printed.
+    let o = run(&["run", &script("handle_summary_throws.js")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("broken summary"), "{}", stderr(&o));
+    assert!(stdout(&o).contains("iterations"), "{}", stdout(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn out_json_streams_k6_ndjson_and_summary_export_has_k6_fields() {
+    let t = target();
+    let dir = common::scratch("out-json");
+    let nd = dir.join("out.ndjson");
+    let export = dir.join("export.json");
+    let o = run(&[
+        "run",
+        &script("thresholds.js"),
+        "-e",
+        &base(&t),
+        "--out",
+        &format!("json={}", nd.display()),
+        "--summary-export",
+        export.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&nd).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let points = |m: &str| {
+        lines
+            .iter()
+            .filter(|l| l["type"] == "Point" && l["metric"] == m)
+            .count()
+    };
+    assert_eq!(points("http_reqs"), 8, "one point per request");
+    assert_eq!(points("http_req_duration"), 8);
+    assert_eq!(points("checks"), 8);
+    assert_eq!(points("iterations"), 4);
+    let decl = lines
+        .iter()
+        .find(|l| l["type"] == "Metric" && l["metric"] == "http_req_duration")
+        .unwrap();
+    assert_eq!(decl["data"]["type"], "trend");
+    assert_eq!(decl["data"]["contains"], "time");
+    // Every metric is declared before its first point.
+    let mut declared = std::collections::HashSet::new();
+    for l in &lines {
+        let m = l["metric"].as_str().unwrap().to_string();
+        if l["type"] == "Metric" {
+            declared.insert(m);
+        } else {
+            assert!(declared.contains(&m), "point before declaration: {l}");
+            assert!(l["data"]["time"].as_str().unwrap().ends_with('Z'));
+            assert!(l["data"]["value"].is_number());
+        }
+    }
+    let verify = lines
+        .iter()
+        .find(|l| l["metric"] == "http_reqs" && l["data"]["tags"]["name"] == "verify")
+        .unwrap();
+    assert_eq!(verify["data"]["tags"]["group"], "::login");
+    assert_eq!(verify["data"]["tags"]["method"], "GET");
+    let e: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+    let d = &e["metrics"]["http_req_duration"];
+    for k in ["avg", "min", "med", "max", "p(90)", "p(95)"] {
+        assert!(d[k].is_number(), "{k}: {d}");
+    }
+    assert_eq!(e["metrics"]["http_reqs"]["count"], 8.0);
+    assert!(e["metrics"]["http_reqs"]["rate"].is_number());
+    assert_eq!(e["metrics"]["checks"]["passes"], 4);
+    assert_eq!(e["metrics"]["checks"]["fails"], 4);
+    assert_eq!(e["metrics"]["checks"]["value"], 0.5);
+    assert_eq!(e["metrics"]["http_reqs"]["thresholds"]["count==8"], false);
+    assert_eq!(e["root_group"]["id"], "d41d8cd98f00b204e9800998ecf8427e");
+    assert_eq!(
+        e["root_group"]["groups"]["login"]["checks"]["status is 200"]["passes"],
+        4
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn options_are_honoured() {
+    let t = target();
+    let dir = common::scratch("options");
+    let save = dir.join("run.json");
+    let o = run(&[
+        "run",
+        &script("options.js"),
+        "-e",
+        &base(&t),
+        "--save",
+        save.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    for c in [
+        "user agent sent",
+        "body discarded",
+        "hosts pins the address",
+        "maxRedirects stops after one hop",
+    ] {
+        assert!(
+            text.contains(&format!("✓ {c}")),
+            "{c}:\n{text}\n{}",
+            stderr(&o)
+        );
+    }
+    assert!(!stderr(&o).contains("not supported"), "{}", stderr(&o));
+    let r = volley_metrics::RunResult::read(&save).unwrap();
+    assert!(r.metrics.iter().filter(|m| m.name == "http_reqs").all(|m| m
+        .tags
+        .get("team")
+        .map(String::as_str)
+        == Some("blue")));
+    assert!(r
+        .metrics
+        .iter()
+        .filter(|m| m.name == "iterations")
+        .all(|m| m.tags.get("team").map(String::as_str) == Some("blue")));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn setup_timeout_exits_100() {
+    let started = std::time::Instant::now();
+    let o = run(&["run", &script("setup_timeout.js")]);
+    assert_eq!(o.status.code(), Some(100), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("setup() execution timed out after 0.3 seconds"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(4));
+}
+
+#[test]
+fn test_abort_exits_108() {
+    let t = target();
+    let base = format!("BASE=http://{}", t.local_addr());
+    let o = run(&["run", &script("abort.js"), "-e", &base, "-q"]);
+    assert_eq!(o.status.code(), Some(108), "{}", stderr(&o));
+    assert!(stderr(&o).contains("enough"), "{}", stderr(&o));
+}

@@ -115,6 +115,25 @@ enum Msg {
 pub fn run_quick(
     cfg: &QuickConfig,
     user_ctl: &RunControl,
+    on_progress: impl FnMut(&Progress),
+) -> Result<RunResult, String> {
+    run_quick_monitored(cfg, &MonitorPlan::default(), user_ctl, on_progress)
+}
+
+/// Targets to watch during a run (`--monitor`): sampled on their own thread, which reports to
+/// the coordinator as one more worker, so the `monitor_*` gauges share the run's timeline.
+#[derive(Clone, Debug, Default)]
+pub struct MonitorPlan {
+    pub specs: Vec<volley_monitor::MonitorSpec>,
+    /// Sampling interval (whole seconds; 1 s when zero).
+    pub interval: Duration,
+}
+
+/// [`run_quick`] while watching the `monitor` targets.
+pub fn run_quick_monitored(
+    cfg: &QuickConfig,
+    monitor: &MonitorPlan,
+    user_ctl: &RunControl,
     mut on_progress: impl FnMut(&Progress),
 ) -> Result<RunResult, String> {
     // The run's own deadline stops this child; Ctrl-C on the caller's control stops it too.
@@ -209,10 +228,32 @@ pub fn run_quick(
             .map_err(|e| format!("cannot start worker thread: {e}"))?;
         joins.push(j);
     }
+    // The monitor is worker number `threads`; it stops once every load worker is done.
+    let monitor_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut sampler = None;
+    if !monitor.specs.is_empty() {
+        let tx = tx.clone();
+        let send = move |interval, snap, tick: Option<volley_monitor::Tick>| {
+            for n in tick.iter().flat_map(|t| &t.notes) {
+                eprintln!("volley: monitor: {n}");
+            }
+            let _ = tx.send(Msg::Snapshot {
+                worker: threads,
+                interval,
+                snap,
+            });
+        };
+        let (specs, every, stop) = (monitor.specs.clone(), monitor.interval, &monitor_stop);
+        sampler = Some(
+            volley_monitor::spawn_sampler(specs, every, start, stop.clone(), send)
+                .map_err(|e| format!("cannot start the monitor thread: {e}"))?,
+        );
+    }
     drop(tx);
 
     let deadline = shared.end;
-    let mut agg = Aggregator::new(threads, volley_metrics::series::DEFAULT_MAX_POINTS);
+    let workers = threads + usize::from(sampler.is_some());
+    let mut agg = Aggregator::new(workers, volley_metrics::series::DEFAULT_MAX_POINTS);
     let mut done = 0;
     let mut last_reported = 0;
     while done < threads {
@@ -247,6 +288,20 @@ pub fn run_quick(
     let elapsed = start.elapsed();
     for j in joins {
         let _ = j.join();
+    }
+    if let Some(s) = sampler {
+        // Its last snapshot (the end value) is in the channel once the thread is gone.
+        monitor_stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = s.join();
+        while let Ok(Msg::Snapshot {
+            worker,
+            interval,
+            snap,
+        }) = rx.try_recv()
+        {
+            agg.add(worker, interval, snap);
+        }
+        agg.worker_done(threads);
     }
 
     let ended_wall = SystemTime::now();
@@ -384,6 +439,8 @@ struct Worker {
     next_arrival: Cell<u64>,
     /// Open model: live connection tasks, to grow the pool when all are busy.
     live_conns: Cell<usize>,
+    /// Signalled when the last connection task ends.
+    all_done: tokio::sync::Notify,
     /// Open model: when this worker stopped claiming arrivals (for counting dropped ones).
     stopped_at: Cell<Option<Instant>>,
 }
@@ -453,6 +510,7 @@ impl Worker {
             next_addr: Cell::new(id),
             next_arrival: Cell::new(0),
             live_conns: Cell::new(0),
+            all_done: tokio::sync::Notify::new(),
             stopped_at: Cell::new(None),
         }
     }
@@ -671,13 +729,12 @@ fn worker(id: usize, shared: Arc<Shared>, conns: usize, quota: Option<u64>, tx: 
         for _ in 0..conns {
             spawn_connection(&w);
         }
-        // Connection tasks may spawn more (open model), so wait on the live count.
-        let hard = async {
-            while w.live_conns.get() > 0 && !w.shared.ctl.is_hard_stopped() {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        };
-        hard.await;
+        // Connection tasks may spawn more (open model), so wait until the live count drops to
+        // zero (the last task to end wakes us) or a hard stop; the slow poll only serves the
+        // latter, so an idle worker costs almost no CPU.
+        while w.live_conns.get() > 0 && !w.shared.ctl.is_hard_stopped() {
+            let _ = tokio::time::timeout(Duration::from_millis(250), w.all_done.notified()).await;
+        }
         ticker.abort();
         w.record_dropped();
     });
@@ -703,6 +760,9 @@ fn spawn_connection(w: &Rc<Worker>) {
             pipelined_loop(&w).await;
         }
         w.live_conns.set(w.live_conns.get() - 1);
+        if w.live_conns.get() == 0 {
+            w.all_done.notify_one();
+        }
     });
 }
 

@@ -58,6 +58,9 @@ pub struct QuickSummary {
     pub interrupted: bool,
     pub started_at: String,
     pub peak_rss_bytes: Option<u64>,
+    /// Watched targets (`--monitor`) by their `target` tag; absent when nothing was watched.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub monitor: BTreeMap<String, volley_monitor::TargetSummary>,
     #[serde(skip)]
     latency: Option<TrendAgg>,
 }
@@ -127,6 +130,7 @@ impl QuickSummary {
             interrupted: r.meta.interrupted,
             started_at: r.meta.started_at.clone(),
             peak_rss_bytes: r.meta.peak_rss_bytes,
+            monitor: volley_monitor::summarize(r),
             latency: corrected.or(latency),
         })
     }
@@ -256,6 +260,7 @@ impl QuickSummary {
                 let _ = writeln!(o, "  {r}[{class}]{z} {n} requests");
             }
         }
+        o.push_str(&volley_monitor::summary::render_text(&self.monitor, b, z));
         o
     }
 }

@@ -258,6 +258,20 @@ pub fn run_vus<F: VuFactory>(
     factory: Arc<F>,
     user_ctl: &RunControl,
 ) -> Result<VuRunResult, String> {
+    run_vus_with(plan, factory, user_ctl, None)
+}
+
+/// Called by the coordinator once per second of run time with the totals so far and the time
+/// since the start; returning `true` stops the test gracefully (k6 `abortOnFail` thresholds).
+pub type TickHook<'a> = &'a mut dyn FnMut(&Aggregator, Duration) -> bool;
+
+/// [`run_vus`] with a [`TickHook`].
+pub fn run_vus_with<F: VuFactory>(
+    plan: &VuPlan,
+    factory: Arc<F>,
+    user_ctl: &RunControl,
+    hook: Option<TickHook<'_>>,
+) -> Result<VuRunResult, String> {
     let ctl = user_ctl.child();
     let max_vus = plan.executor.max_vus();
     let threads = match plan.threads {
@@ -303,7 +317,7 @@ pub fn run_vus<F: VuFactory>(
         }
     }
     drop(tx);
-    let result = coordinate(&shared, rx, started);
+    let result = coordinate(&shared, rx, started, hook);
     for j in joins {
         let _ = j.join();
     }
@@ -314,6 +328,7 @@ fn coordinate<F: VuFactory>(
     s: &Shared<F>,
     rx: mpsc::Receiver<Msg>,
     started: SystemTime,
+    mut hook: Option<TickHook<'_>>,
 ) -> VuRunResult {
     let threads = s.threads;
     // The coordinator is the aggregator's extra "worker" for the vus gauges.
@@ -400,6 +415,11 @@ fn coordinate<F: VuFactory>(
             rec.add(vus_max_h, max_vus);
             agg.add(me, ticks, rec.snapshot());
             ticks += 1;
+            if let Some(h) = hook.as_mut() {
+                if h(&agg, start.elapsed()) && !s.ctl.is_stopped() {
+                    s.ctl.stop();
+                }
+            }
         }
     }
     if ticks == 0 && s.start_gate.load(Ordering::SeqCst) == GO {
@@ -478,6 +498,7 @@ fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
             }
         }
     }
+    trim_heap();
     let failed = err.is_some();
     let _ = tx.send(Msg::Ready { err });
     while s.start_gate.load(Ordering::SeqCst) == WAIT {
@@ -615,6 +636,16 @@ async fn vu_loop<F: VuFactory>(
     };
     let ex = &s.plan.executor;
     let mut active = false;
+    // Spread the first iterations (see [`start_offset`]); ramping VUs are spread by their ramp.
+    if !matches!(ex, Executor::RampingVus { .. }) {
+        let off = start_offset(vu, ex.max_vus());
+        if !off.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep_until((t0 + off).into()) => {}
+                _ = wait_stop(&s) => {}
+            }
+        }
+    }
     loop {
         if s.ctl.is_stopped() || env.is_hard_stopped() {
             break;
@@ -684,6 +715,40 @@ async fn vu_loop<F: VuFactory>(
     drop(body);
 }
 
+/// Hand the memory freed while VUs were created (compiling, loading, temporaries) back to
+/// the OS: with thousands of VUs it is scattered over the heap and would stay resident.
+fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        // SAFETY: glibc's malloc_trim only releases free memory; it has no preconditions.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
+/// Per VU, how much the first iteration's start is spread out.
+const START_SPREAD_PER_VU: Duration = Duration::from_micros(200);
+/// The most the first iterations are spread over.
+const START_SPREAD_MAX: Duration = Duration::from_secs(1);
+
+/// When VU `vu` (1-based) of `max_vus` starts its first iteration, after the start: the
+/// VUs' starts are spread evenly over `max_vus` × 200 µs, at most 1 s (50 VUs: 10 ms;
+/// 5,000 VUs: 1 s), rather than all in one instant. Thousands of VUs that each request and
+/// then sleep would otherwise stay in lock-step and hit the target in one burst every
+/// period, and the burst's queueing would be all their latency shows. k6 does not fire
+/// them in one instant either: its first 5,000 requests are spread over about 0.9 s.
+fn start_offset(vu: u64, max_vus: u64) -> Duration {
+    if max_vus <= 1 || vu == 0 {
+        return Duration::ZERO;
+    }
+    let window = (START_SPREAD_PER_VU * max_vus.min(u32::MAX as u64) as u32).min(START_SPREAD_MAX);
+    window.mul_f64((vu - 1) as f64 / max_vus as f64)
+}
+
 async fn wait_stop<F>(s: &Shared<F>) {
     while !s.ctl.is_stopped() {
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -740,6 +805,15 @@ mod tests {
         // Past the ramp-down point of VU 8 nothing brings it back.
         assert_eq!(e.next_active(8, Duration::from_secs(29)), None);
         assert_eq!(e.next_active(1, Duration::from_secs(31)), None);
+    }
+
+    #[test]
+    fn first_iterations_are_spread_out() {
+        assert_eq!(start_offset(1, 1), Duration::ZERO);
+        assert_eq!(start_offset(1, 50), Duration::ZERO);
+        assert_eq!(start_offset(50, 50), Duration::from_micros(9800));
+        assert_eq!(start_offset(5000, 5000), Duration::from_micros(999_800));
+        assert!(start_offset(100_000, 100_000) < START_SPREAD_MAX);
     }
 
     #[test]

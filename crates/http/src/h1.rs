@@ -20,8 +20,13 @@ use crate::error::{ErrorClass, HttpError};
 use crate::transport::{self, Io, Owned};
 use crate::url::Target;
 
-/// Initial read buffer per connection; enough for typical heads plus a good slice of body.
+/// Read buffer per connection once reads fill it: enough for typical heads plus a good
+/// slice of body. It starts at [`FIRST_READ_BUF`], allocated on the first read, and doubles
+/// up to this size while reads fill it, so thousands of idle or small-response connections
+/// (k6 scripts with thousands of VUs) cost a few KiB each, not 32.
 const READ_BUF: usize = 32 * 1024;
+/// The read buffer's size when a connection first reads.
+const FIRST_READ_BUF: usize = 4 * 1024;
 /// Largest response head (status line + headers, or trailers) we accept.
 const MAX_HEAD: usize = 64 * 1024;
 /// Longest chunk-size line (size plus extensions).
@@ -385,7 +390,7 @@ impl Connection {
             transport::open(addr, target, tls, connect_timeout, Owned::default()).await?;
         let conn = Connection {
             io,
-            buf: vec![0; READ_BUF],
+            buf: Vec::new(),
             start: 0,
             end: 0,
             in_flight: VecDeque::with_capacity(8),
@@ -719,10 +724,7 @@ impl Connection {
                     None => {}
                 }
             }
-            if self.start == 0 && self.end == self.buf.len() {
-                // A head bigger than the buffer: grow once, up to the head limit.
-                self.buf.resize(MAX_HEAD, 0);
-            }
+            // A head bigger than the buffer: fill() grows it, up to the head limit.
             if self.fill().await? == 0 {
                 return Err(reset(if self.start < self.end {
                     "connection closed in the middle of the response head"
@@ -786,12 +788,23 @@ impl Connection {
             self.start = 0;
         }
         if self.end == self.buf.len() {
-            // Callers bound what they buffer below the buffer size; this is a bug guard.
-            return Err(HttpError::new(ErrorClass::Other, "read buffer full"));
+            // First read, or the buffered bytes fill it: grow (callers bound what they
+            // buffer below MAX_HEAD; the error is a bug guard).
+            let limit = READ_BUF.max(MAX_HEAD);
+            if self.buf.len() >= limit {
+                return Err(HttpError::new(ErrorClass::Other, "read buffer full"));
+            }
+            let want = (self.buf.len() * 2).clamp(FIRST_READ_BUF, limit);
+            self.buf.resize(want, 0);
         }
+        let room = self.buf.len() - self.end;
         match self.io.read(&mut self.buf[self.end..]).await {
             Ok(n) => {
                 self.end += n;
+                if n == room && self.buf.len() < READ_BUF {
+                    // Reads fill the buffer: bodies are bigger than it, take more per read.
+                    self.buf.resize((self.buf.len() * 2).min(READ_BUF), 0);
+                }
                 Ok(n)
             }
             // A TLS peer closing without close_notify: treat as EOF and let the framing

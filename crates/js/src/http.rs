@@ -6,13 +6,16 @@
 
 use crate::vu::VuState;
 use rquickjs::function::Opt;
-use rquickjs::{Ctx, Function, Object, Value};
+use rquickjs::{Atom, Ctx, Function, Object, Value};
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::task::Poll;
 use std::time::Duration;
 use volley_http::{
     BodyMode, ConnectTimings, Connection, ErrorClass, HttpError, Request, Response, Scheme, Target,
@@ -45,10 +48,150 @@ impl HttpConfig {
     }
 }
 
-/// A VU's idle connections, by origin.
+/// A VU's idle connections, by origin, and the requests it repeats, prepared once.
 #[derive(Default)]
 pub(crate) struct VuHttp {
-    idle: HashMap<String, Connection>,
+    idle: HashMap<String, (Connection, Option<SocketAddr>)>,
+    prepared: Vec<Prepared>,
+    /// Round-robin slot to replace when `prepared` is full.
+    next_slot: usize,
+}
+
+/// How many distinct requests a VU keeps prepared (scripts usually repeat a handful).
+const PREPARED_MAX: usize = 32;
+/// Series (group, status, error) remembered per prepared request.
+const SERIES_MAX: usize = 16;
+
+/// A request as the script spelt it (method, URL, headers, tags), parsed, serialised and
+/// tagged once: a VU that repeats it pays none of that again (see bench/k6.sh).
+struct Prepared {
+    method: String,
+    url: String,
+    headers: Vec<String>,
+    tags: Vec<String>,
+    /// `Err`: the URL does not parse (k6 error 1020, no metrics).
+    target: Result<Rc<Target>, String>,
+    header_pairs: Vec<(String, String)>,
+    /// The serialised request without a body, made on first use.
+    bodyless: Option<Request>,
+    origin: String,
+    shown_url: String,
+    name_tag: Option<String>,
+    user_tags: Vec<(String, String)>,
+    /// (group, status, expected, error code) → the series its samples go to.
+    series: Vec<(String, u16, bool, u32, HttpHandles)>,
+}
+
+impl Prepared {
+    fn new(method: &str, url: &str, headers: &[String], tags: &[String]) -> Prepared {
+        let pairs = |v: &[String]| -> Vec<(String, String)> {
+            v.chunks(2)
+                .filter(|c| c.len() == 2)
+                .map(|c| (c[0].clone(), c[1].clone()))
+                .collect()
+        };
+        let mut user_tags = pairs(tags);
+        let name_tag = user_tags
+            .iter()
+            .position(|(k, _)| k == "name")
+            .map(|i| user_tags.remove(i).1);
+        let target = Target::parse(url).map(Rc::new).map_err(|e| e.0);
+        let (origin, shown_url) = match &target {
+            Ok(t) => (format!("{}://{}", t.scheme.as_str(), t.authority), t.url()),
+            Err(_) => (String::new(), url.to_string()),
+        };
+        Prepared {
+            method: method.to_string(),
+            url: url.to_string(),
+            headers: headers.to_vec(),
+            tags: tags.to_vec(),
+            target,
+            header_pairs: pairs(headers),
+            bodyless: None,
+            origin,
+            shown_url,
+            name_tag,
+            user_tags,
+            series: Vec::new(),
+        }
+    }
+
+    /// The handles for this request's samples with `status` / `err` in `group`.
+    fn handles(
+        &mut self,
+        st: &VuState,
+        group: &str,
+        status: u16,
+        expected: bool,
+        err: u32,
+    ) -> HttpHandles {
+        // VU tags set by the script (k6/execution) can change at any time: no caching then.
+        let cacheable = st.ext.tags.borrow().is_empty();
+        if let Some(s) = self
+            .series
+            .iter()
+            .find(|s| cacheable && s.1 == status && s.2 == expected && s.3 == err && s.0 == group)
+        {
+            return s.4;
+        }
+        // Tags as k6: method, url, name, status, expected_response, proto, group, scenario.
+        let mut t = st.base_tags();
+        t.insert("method".into(), self.method.clone());
+        t.insert("url".into(), self.shown_url.clone());
+        t.insert(
+            "name".into(),
+            self.name_tag
+                .clone()
+                .unwrap_or_else(|| self.shown_url.clone()),
+        );
+        t.insert("proto".into(), "HTTP/1.1".into());
+        for (k, v) in &self.user_tags {
+            t.insert(k.clone(), v.clone());
+        }
+        t.insert("status".into(), status.to_string());
+        t.insert("expected_response".into(), expected.to_string());
+        if err != 0 {
+            t.insert("error_code".into(), err.to_string());
+        }
+        st.shared.settings().filter_system_tags(&mut t);
+        let h = with_cache(&st.rec, |c| {
+            if let Some(h) = c.handles.get(&t) {
+                return *h;
+            }
+            let h = HttpHandles::resolve(&mut st.rec.borrow_mut(), &t);
+            c.handles.insert(t, h);
+            h
+        });
+        if cacheable {
+            if self.series.len() >= SERIES_MAX {
+                self.series.remove(0);
+            }
+            self.series
+                .push((group.to_string(), status, expected, err, h));
+        }
+        h
+    }
+}
+
+impl VuHttp {
+    /// The index of the prepared form of this request (made now if it is new).
+    fn prepare(&mut self, method: &str, url: &str, headers: &[String], tags: &[String]) -> usize {
+        if let Some(i) = self.prepared.iter().position(|p| {
+            p.url == url && p.method == method && p.headers == headers && p.tags == tags
+        }) {
+            return i;
+        }
+        let p = Prepared::new(method, url, headers, tags);
+        if self.prepared.len() < PREPARED_MAX {
+            self.prepared.push(p);
+            self.prepared.len() - 1
+        } else {
+            let i = self.next_slot;
+            self.next_slot = (i + 1) % PREPARED_MAX;
+            self.prepared[i] = p;
+            i
+        }
+    }
 }
 
 /// The series one request records into, resolved once per tag set per worker.
@@ -125,6 +268,26 @@ fn with_cache<R>(rec: &Rc<RefCell<Recorder>>, f: impl FnOnce(&mut WorkerCache) -
     })
 }
 
+/// A new iteration starts: with `noVUConnectionReuse`, the VU's connections are closed.
+pub(crate) fn new_iteration(st: &VuState) {
+    if st.shared.settings().no_vu_connection_reuse {
+        st.http.borrow_mut().idle.clear();
+    }
+}
+
+/// `options.hosts`: the address a host name is pinned to (`ip` keeps the URL's port).
+fn pinned(host: &str, port: u16, hosts: &HashMap<String, String>) -> Option<SocketAddr> {
+    if hosts.is_empty() {
+        return None;
+    }
+    let a = hosts.get(&host.to_ascii_lowercase())?;
+    a.parse::<SocketAddr>().ok().or_else(|| {
+        a.parse::<std::net::IpAddr>()
+            .ok()
+            .map(|ip| SocketAddr::new(ip, port))
+    })
+}
+
 /// k6's error codes for failed requests.
 fn error_code(class: ErrorClass) -> u32 {
     match class {
@@ -179,7 +342,7 @@ struct Exchange {
 
 /// Send `req` to `target`, on `conn` when it can be reused, else on a new connection.
 async fn exchange(
-    target: Target,
+    target: Rc<Target>,
     req: Request,
     conn: Option<Connection>,
     cached_addr: Option<SocketAddr>,
@@ -236,261 +399,604 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// Define `__volley.request(method, url, body, headers[], tags[], params)`.
+/// Property names of the Response object, as atoms made once per VU (a string key would be
+/// hashed and looked up in the runtime's atom table on every `set`).
+struct Keys<'js> {
+    status: Atom<'js>,
+    url: Atom<'js>,
+    proto: Atom<'js>,
+    error: Atom<'js>,
+    error_code: Atom<'js>,
+    body: Atom<'js>,
+    headers: Atom<'js>,
+    timings: Atom<'js>,
+    request: Atom<'js>,
+    cookies: Atom<'js>,
+    remote_ip: Atom<'js>,
+    remote_port: Atom<'js>,
+    method: Atom<'js>,
+    duration: Atom<'js>,
+    blocked: Atom<'js>,
+    connecting: Atom<'js>,
+    tls_handshaking: Atom<'js>,
+    sending: Atom<'js>,
+    waiting: Atom<'js>,
+    receiving: Atom<'js>,
+    redirects: Atom<'js>,
+    response_type: Atom<'js>,
+    timeout: Atom<'js>,
+    tags: Atom<'js>,
+}
+
+// SAFETY: `Keys` holds only `'js` values; `Changed` just renames the lifetime.
+unsafe impl<'js> rquickjs::JsLifetime<'js> for Keys<'js> {
+    type Changed<'to> = Keys<'to>;
+}
+
+impl<'js> Keys<'js> {
+    fn new(ctx: &Ctx<'js>) -> rquickjs::Result<Keys<'js>> {
+        let a = |n: &str| Atom::from_str(ctx.clone(), n);
+        Ok(Keys {
+            status: a("status")?,
+            url: a("url")?,
+            proto: a("proto")?,
+            error: a("error")?,
+            error_code: a("error_code")?,
+            body: a("body")?,
+            headers: a("headers")?,
+            timings: a("timings")?,
+            request: a("request")?,
+            cookies: a("cookies")?,
+            remote_ip: a("remote_ip")?,
+            remote_port: a("remote_port")?,
+            method: a("method")?,
+            duration: a("duration")?,
+            blocked: a("blocked")?,
+            connecting: a("connecting")?,
+            tls_handshaking: a("tls_handshaking")?,
+            sending: a("sending")?,
+            waiting: a("waiting")?,
+            receiving: a("receiving")?,
+            redirects: a("redirects")?,
+            response_type: a("responseType")?,
+            timeout: a("timeout")?,
+            tags: a("tags")?,
+        })
+    }
+}
+
+/// One request as the script asked for it, read from its arguments once (a batch is a list
+/// of these).
+struct Spec {
+    method: String,
+    url: String,
+    body: Option<bytes::Bytes>,
+    headers: Vec<String>,
+    tags: Vec<String>,
+    mode: BodyMode,
+    timeout: Duration,
+    max_redirects: u32,
+    hops: u32,
+    extras: crate::modules::http_ext::Extras,
+}
+
+/// A hop whose exchange is under way: what [`finish_hop`] needs once it is done.
+struct Hop {
+    target: Rc<Target>,
+    origin: String,
+    cached: Option<SocketAddr>,
+    had_conn: bool,
+}
+
+type ExchangeFuture = Pin<Box<dyn Future<Output = Exchange>>>;
+
+enum Started<'js> {
+    /// The URL does not parse: the Response is ready (k6 error 1020, no metrics).
+    Done(Object<'js>),
+    Go(Hop, ExchangeFuture),
+}
+
+/// Read a request's arguments and params.
+#[allow(clippy::too_many_arguments)]
+fn parse_spec<'js>(
+    ctx: &Ctx<'js>,
+    st: &VuState,
+    k: &Keys<'js>,
+    method: String,
+    url: String,
+    body: Option<Value<'js>>,
+    headers: Vec<String>,
+    params: Option<Object<'js>>,
+) -> rquickjs::Result<Spec> {
+    let get = |key: &Atom<'js>| -> rquickjs::Result<Option<Value<'js>>> {
+        match &params {
+            Some(p) => Ok(p
+                .get::<_, Option<Value<'js>>>(key.clone())?
+                .filter(|v| !v.is_undefined() && !v.is_null())),
+            None => Ok(None),
+        }
+    };
+    // params.tags, flattened to [k, v, ...] (the request's cache key).
+    let mut tags: Vec<String> = Vec::new();
+    if let Some(o) = get(&k.tags)?.and_then(|v| v.into_object()) {
+        for kv in o.props::<String, Value<'js>>() {
+            let (key, v) = kv?;
+            if !v.is_undefined() && !v.is_null() {
+                tags.push(key);
+                tags.push(v.get::<rquickjs::Coerced<String>>()?.0);
+            }
+        }
+    }
+    let redirects: i64 = match get(&k.redirects)? {
+        Some(v) => v.as_number().map_or(-1, |n| n as i64),
+        None => -1,
+    };
+    let settings = st.shared.settings();
+    let mode = match get(&k.response_type)? {
+        Some(v) if v.get::<rquickjs::Coerced<String>>()?.0 == "none" => BodyMode::Discard,
+        None if settings.discard_response_bodies => BodyMode::Discard,
+        _ => BodyMode::Keep,
+    };
+    let timeout = match get(&k.timeout)? {
+        Some(t) if t.is_number() => {
+            Duration::from_secs_f64(t.as_number().unwrap_or(0.0).max(0.0) / 1000.0)
+        }
+        Some(t) if t.is_string() => {
+            let s: String = t.get()?;
+            volley_engine::parse_duration(&s).map_err(|e| {
+                rquickjs::Exception::throw_type(ctx, &format!("params.timeout: {e}"))
+            })?
+        }
+        _ => DEFAULT_TIMEOUT,
+    };
+    let max_redirects = if redirects < 0 {
+        settings.max_redirects.unwrap_or(DEFAULT_REDIRECTS)
+    } else {
+        redirects as u32
+    };
+    let extras = crate::modules::http_ext::Extras::from_params(ctx, st, params.as_ref())?;
+    let mut headers = headers;
+    let mut body = crate::modules::http_ext::body_bytes(ctx, body)?;
+    if let Some(p) = &params {
+        crate::modules::http_ext::compress(ctx, p, &mut body, &mut headers)?;
+    }
+    Ok(Spec {
+        method,
+        url,
+        body,
+        headers,
+        tags,
+        mode,
+        timeout,
+        max_redirects,
+        hops: 0,
+        extras,
+    })
+}
+
+fn new_response<'js>(ctx: &Ctx<'js>, proto: Option<&Object<'js>>) -> rquickjs::Result<Object<'js>> {
+    Object::new_proto(ctx.clone(), proto)
+}
+
+/// Build the next hop's request and start its exchange (nothing waits here).
+fn start_hop<'js>(
+    ctx: &Ctx<'js>,
+    st: &VuState,
+    k: &Keys<'js>,
+    spec: &Spec,
+    proto: Option<&Object<'js>>,
+) -> rquickjs::Result<Started<'js>> {
+    let settings = st.shared.settings();
+    let (method, url, body) = (&spec.method, &spec.url, &spec.body);
+    let i = st
+        .http
+        .borrow_mut()
+        .prepare(method, url, &spec.headers, &spec.tags);
+    let (target, req, origin, conn) = {
+        let mut http = st.http.borrow_mut();
+        let VuHttp { prepared, idle, .. } = &mut *http;
+        let p = &mut prepared[i];
+        let target = match &p.target {
+            Ok(t) => t.clone(),
+            Err(e) => {
+                // k6: error_code 1020, no metrics.
+                let out = new_response(ctx, proto)?;
+                out.set(k.status.clone(), 0)?;
+                out.set(k.url.clone(), url.as_str())?;
+                out.set(k.error.clone(), e.as_str())?;
+                out.set(k.error_code.clone(), 1020)?;
+                out.set(k.body.clone(), Value::new_null(ctx.clone()))?;
+                out.set(k.headers.clone(), Object::new(ctx.clone())?)?;
+                return Ok(Started::Done(out));
+            }
+        };
+        if let Some(ua) = &settings.user_agent {
+            if !p
+                .header_pairs
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("user-agent"))
+            {
+                p.header_pairs.push(("User-Agent".into(), ua.clone()));
+            }
+        }
+        // Cookies from the jar and params.cookies: such a request is never cached.
+        let cookie = spec.extras.cookie_header(&target);
+        let req = match (body, &p.bodyless, &cookie) {
+            (None, Some(r), None) => r.clone(),
+            _ => {
+                let mut pairs;
+                let headers = match &cookie {
+                    Some(c) => {
+                        pairs = p.header_pairs.clone();
+                        pairs.retain(|(k, _)| !k.eq_ignore_ascii_case("cookie"));
+                        pairs.push(("Cookie".into(), c.clone()));
+                        &pairs
+                    }
+                    None => &p.header_pairs,
+                };
+                let r = Request::new(
+                    method,
+                    &target,
+                    headers,
+                    body.clone()
+                        .map_or(volley_http::Body::Empty, volley_http::Body::Bytes),
+                    true,
+                )
+                .map_err(|e| rquickjs::Exception::throw_type(ctx, &e))?;
+                if body.is_none() && cookie.is_none() {
+                    p.bodyless = Some(r.clone());
+                }
+                r
+            }
+        };
+        let conn = idle.remove(&p.origin);
+        (target, req, p.origin.clone(), conn)
+    };
+    let tls = match target.scheme {
+        Scheme::Https => match st.shared.http.tls() {
+            Ok(c) => Some(c),
+            Err(e) => return Err(rquickjs::Exception::throw_message(ctx, &e)),
+        },
+        Scheme::Http => None,
+    };
+    let (conn, cached) = match conn {
+        Some((c, a)) => (Some(c), a),
+        None => {
+            let key = (target.host.clone(), target.port);
+            let pin = pinned(&target.host, target.port, &settings.hosts);
+            (
+                None,
+                pin.or_else(|| with_cache(&st.rec, |c| c.dns.get(&key).copied())),
+            )
+        }
+    };
+    let had_conn = conn.is_some();
+    let fut = exchange(
+        target.clone(),
+        req,
+        conn,
+        cached,
+        tls,
+        spec.timeout,
+        spec.mode,
+    );
+    Ok(Started::Go(
+        Hop {
+            target,
+            origin,
+            cached,
+            had_conn,
+        },
+        Box::pin(fut),
+    ))
+}
+
+/// Record a finished hop; follow a redirect (`None`: start the next hop) or build the Response.
+fn finish_hop<'js>(
+    ctx: &Ctx<'js>,
+    st: &VuState,
+    k: &Keys<'js>,
+    spec: &mut Spec,
+    hop: Hop,
+    ex: Exchange,
+    proto: Option<&Object<'js>>,
+) -> rquickjs::Result<Option<Object<'js>>> {
+    let settings = st.shared.settings();
+    let target = hop.target;
+    if let (Some(a), None, false) = (ex.addr, hop.cached, hop.had_conn) {
+        with_cache(&st.rec, |c| {
+            c.dns.insert((target.host.clone(), target.port), a);
+        });
+    }
+    if let Some(c) = ex.conn.filter(|_| !settings.no_connection_reuse) {
+        st.http.borrow_mut().idle.insert(hop.origin, (c, ex.addr));
+    }
+    if let Ok(r) = &ex.result {
+        spec.extras.store(&target, &r.headers);
+    }
+    let (status, err) = match &ex.result {
+        Ok(r) => (r.status, None),
+        Err(e) => (0, Some(e)),
+    };
+    let expected = spec.extras.expected(st, status);
+    let code = err.map_or(0, |e| error_code(e.class));
+    let connect = ex.connect.unwrap_or_default();
+    let timings = ex.result.as_ref().map(|r| r.timings).unwrap_or_default();
+    let (sent, received) = match &ex.result {
+        Ok(r) => (r.bytes_sent, r.bytes_received),
+        Err(e) => (e.bytes_sent, e.bytes_received),
+    };
+    // Found again: in a batch another request may have taken the slot meanwhile.
+    let i = st
+        .http
+        .borrow_mut()
+        .prepare(&spec.method, &spec.url, &spec.headers, &spec.tags);
+    {
+        let h = {
+            let group = st.group.borrow();
+            st.http.borrow_mut().prepared[i].handles(st, &group, status, expected, code)
+        };
+        let mut rec = st.rec.borrow_mut();
+        let us = |d: Duration| d.as_micros() as u64;
+        rec.add(h.reqs, 1.0);
+        rec.trend_us(h.duration, us(timings.duration()));
+        rec.trend_us(h.blocked, 0);
+        rec.trend_us(h.connecting, us(connect.connecting));
+        rec.trend_us(h.tls, us(connect.tls_handshaking));
+        rec.trend_us(h.sending, us(timings.sending));
+        rec.trend_us(h.waiting, us(timings.waiting));
+        rec.trend_us(h.receiving, us(timings.receiving));
+        rec.rate(h.failed, !expected);
+        rec.add(h.sent, sent as f64);
+        rec.add(h.received, received as f64);
+    }
+
+    // Follow redirects as k6 does (each hop is its own request in the metrics).
+    if let Ok(r) = &ex.result {
+        if matches!(r.status, 301 | 302 | 303 | 307 | 308) && spec.hops < spec.max_redirects {
+            if let Some(loc) = r.header("location") {
+                let loc = String::from_utf8_lossy(loc).into_owned();
+                spec.url = resolve_location(&target, &loc);
+                if r.status == 303
+                    || (matches!(r.status, 301 | 302)
+                        && spec.method != "GET"
+                        && spec.method != "HEAD")
+                {
+                    spec.method = "GET".into();
+                    spec.body = None;
+                }
+                spec.hops += 1;
+                return Ok(None);
+            }
+        }
+    }
+
+    let out = new_response(ctx, proto)?;
+    let shown_url = st.http.borrow().prepared[i].shown_url.clone();
+    out.set(k.url.clone(), shown_url.as_str())?;
+    out.set(k.proto.clone(), "HTTP/1.1")?;
+    out.set(k.status.clone(), status)?;
+    let tm = Object::new(ctx.clone())?;
+    tm.set(k.duration.clone(), ms(timings.duration()))?;
+    tm.set(k.blocked.clone(), 0.0)?;
+    tm.set(k.connecting.clone(), ms(connect.connecting))?;
+    tm.set(k.tls_handshaking.clone(), ms(connect.tls_handshaking))?;
+    tm.set(k.sending.clone(), ms(timings.sending))?;
+    tm.set(k.waiting.clone(), ms(timings.waiting))?;
+    tm.set(k.receiving.clone(), ms(timings.receiving))?;
+    out.set(k.timings.clone(), tm)?;
+    let hdrs = Object::new(ctx.clone())?;
+    let req_obj = Object::new(ctx.clone())?;
+    req_obj.set(k.method.clone(), spec.method.as_str())?;
+    req_obj.set(k.url.clone(), shown_url.as_str())?;
+    let sent_body = spec.body.as_deref().unwrap_or_default();
+    req_obj.set(k.body.clone(), String::from_utf8_lossy(sent_body).as_ref())?;
+    out.set(k.request.clone(), req_obj)?;
+    let cookies = match &ex.result {
+        Ok(r) => crate::modules::http_ext::response_cookies(ctx, &target, &r.headers)?,
+        Err(_) => Object::new(ctx.clone())?,
+    };
+    out.set(k.cookies.clone(), cookies)?;
+    if let Some(a) = ex.addr {
+        out.set(k.remote_ip.clone(), a.ip().to_string())?;
+        out.set(k.remote_port.clone(), a.port())?;
+    }
+    match ex.result {
+        Ok(r) => {
+            for (name, value) in &r.headers {
+                let key = canonical(name);
+                let v = String::from_utf8_lossy(value);
+                let joined = match hdrs.get::<_, Option<String>>(key.as_str())? {
+                    Some(prev) => format!("{prev}, {v}"),
+                    None => v.into_owned(),
+                };
+                hdrs.set(key, joined)?;
+            }
+            match r.body {
+                Some(b) if spec.mode == BodyMode::Keep && spec.extras.binary => {
+                    out.set(k.body.clone(), rquickjs::ArrayBuffer::new(ctx.clone(), b)?)?
+                }
+                Some(b) if spec.mode == BodyMode::Keep => {
+                    out.set(k.body.clone(), String::from_utf8_lossy(&b).as_ref())?
+                }
+                _ => out.set(k.body.clone(), Value::new_null(ctx.clone()))?,
+            }
+            out.set(k.error.clone(), "")?;
+            out.set(k.error_code.clone(), 0)?;
+        }
+        Err(e) => {
+            out.set(k.body.clone(), Value::new_null(ctx.clone()))?;
+            out.set(k.error.clone(), e.to_string())?;
+            out.set(k.error_code.clone(), error_code(e.class))?;
+        }
+    }
+    out.set(k.headers.clone(), hdrs)?;
+    Ok(Some(out))
+}
+
+/// Wait for every future at once (a batch's hops run concurrently on the VU's thread).
+async fn join_all<T>(futs: Vec<Pin<Box<dyn Future<Output = T>>>>) -> Vec<T> {
+    let mut futs: Vec<Option<Pin<Box<dyn Future<Output = T>>>>> =
+        futs.into_iter().map(Some).collect();
+    let mut out: Vec<Option<T>> = futs.iter().map(|_| None).collect();
+    std::future::poll_fn(move |cx| {
+        let mut pending = false;
+        for (slot, done) in futs.iter_mut().zip(out.iter_mut()) {
+            if let Some(f) = slot {
+                match f.as_mut().poll(cx) {
+                    Poll::Ready(v) => {
+                        *done = Some(v);
+                        *slot = None;
+                    }
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(out.iter_mut().filter_map(Option::take).collect())
+        }
+    })
+    .await
+}
+
+fn interrupted(ctx: &Ctx<'_>) -> rquickjs::Error {
+    rquickjs::Exception::throw_message(ctx, "test interrupted")
+}
+
+fn init_refused(ctx: &Ctx<'_>) -> rquickjs::Error {
+    rquickjs::Exception::throw_message(
+        ctx,
+        "making HTTP requests in the init context is not supported",
+    )
+}
+
+/// Define `__volley.request(method, url, body, headers[], params, proto)` and
+/// `__volley.batch([[method, url, body, headers[], params], ...], proto)`: Responses are
+/// created with `proto` (the shim's `Response.prototype`) as their prototype.
 pub(crate) fn install<'js>(
     ctx: &Ctx<'js>,
     v: &Object<'js>,
     st: &Rc<VuState>,
 ) -> rquickjs::Result<()> {
-    let st = st.clone();
-    #[allow(clippy::too_many_arguments)]
-    let f = move |ctx: Ctx<'js>,
-                  method: String,
-                  url: String,
-                  body: Option<String>,
-                  headers: Vec<String>,
-                  tags: Vec<String>,
-                  params: Opt<Object<'js>>|
-          -> rquickjs::Result<Object<'js>> {
-        if st.in_init.get() {
-            return Err(rquickjs::Exception::throw_message(
-                &ctx,
-                "making HTTP requests in the init context is not supported",
-            ));
-        }
-        let get = |k: &str| -> rquickjs::Result<Option<Value<'js>>> {
-            match &params.0 {
-                Some(p) => Ok(p
-                    .get::<_, Option<Value<'js>>>(k)?
-                    .filter(|v| !v.is_undefined() && !v.is_null())),
-                None => Ok(None),
+    // Kept in the runtime's userdata, not in the closure: an atom holds its context, and a
+    // context held by one of its own functions would never be freed.
+    if ctx.userdata::<Keys>().is_none() {
+        let _ = ctx.store_userdata(Keys::new(ctx)?);
+    }
+    let request = {
+        let st = st.clone();
+        #[allow(clippy::too_many_arguments)]
+        move |ctx: Ctx<'js>,
+              method: String,
+              url: String,
+              body: Option<Value<'js>>,
+              headers: Vec<String>,
+              params: Opt<Value<'js>>,
+              proto: Opt<Value<'js>>|
+              -> rquickjs::Result<Object<'js>> {
+            if st.in_init.get() {
+                return Err(init_refused(&ctx));
             }
-        };
-        let redirects: i64 = match get("redirects")? {
-            Some(v) => v.as_number().map_or(-1, |n| n as i64),
-            None => -1,
-        };
-        let response_type: String = match get("responseType")? {
-            Some(v) => v.get::<rquickjs::Coerced<String>>()?.0,
-            None => "text".into(),
-        };
-        let timeout = match get("timeout")? {
-            Some(t) if t.is_number() => {
-                Duration::from_secs_f64(t.as_number().unwrap_or(0.0).max(0.0) / 1000.0)
-            }
-            Some(t) if t.is_string() => {
-                let s: String = t.get()?;
-                volley_engine::parse_duration(&s).map_err(|e| {
-                    rquickjs::Exception::throw_type(&ctx, &format!("params.timeout: {e}"))
-                })?
-            }
-            _ => DEFAULT_TIMEOUT,
-        };
-        let max_redirects = if redirects < 0 {
-            DEFAULT_REDIRECTS
-        } else {
-            redirects as u32
-        };
-        let mode = if response_type == "none" {
-            BodyMode::Discard
-        } else {
-            BodyMode::Keep
-        };
-        let header_pairs: Vec<(String, String)> = headers
-            .chunks(2)
-            .filter(|c| c.len() == 2)
-            .map(|c| (c[0].clone(), c[1].clone()))
-            .collect();
-        let mut user_tags: Vec<(String, String)> = tags
-            .chunks(2)
-            .filter(|c| c.len() == 2)
-            .map(|c| (c[0].clone(), c[1].clone()))
-            .collect();
-        let name_tag = user_tags
-            .iter()
-            .position(|(k, _)| k == "name")
-            .map(|i| user_tags.remove(i).1);
-
-        let out = Object::new(ctx.clone())?;
-        let mut method = method;
-        let mut url = url;
-        let mut body = body;
-        let mut hops = 0;
-        loop {
-            let target = match Target::parse(&url) {
-                Ok(t) => t,
-                Err(e) => {
-                    // k6: error_code 1020, no metrics.
-                    out.set("status", 0)?;
-                    out.set("url", url.as_str())?;
-                    out.set("error", e.0.as_str())?;
-                    out.set("error_code", 1020)?;
-                    out.set("body", Value::new_null(ctx.clone()))?;
-                    out.set("headers", Object::new(ctx.clone())?)?;
-                    return Ok(out);
-                }
+            let Some(k) = ctx.userdata::<Keys>() else {
+                return Err(rquickjs::Exception::throw_internal(
+                    &ctx,
+                    "no Response keys",
+                ));
             };
-            let payload = body.clone().map(|b| bytes::Bytes::from(b.into_bytes()));
-            let req = match Request::new(
-                &method,
-                &target,
-                &header_pairs,
-                payload.map_or(volley_http::Body::Empty, volley_http::Body::Bytes),
-                true,
-            ) {
-                Ok(r) => r,
-                Err(e) => return Err(rquickjs::Exception::throw_type(&ctx, &e)),
-            };
-            let tls = match target.scheme {
-                Scheme::Https => match st.shared.http.tls() {
-                    Ok(c) => Some(c),
-                    Err(e) => return Err(rquickjs::Exception::throw_message(&ctx, &e)),
-                },
-                Scheme::Http => None,
-            };
-            let origin = format!("{}://{}", target.scheme.as_str(), target.authority);
-            let conn = st.http.borrow_mut().idle.remove(&origin);
-            let key = (target.host.clone(), target.port);
-            let cached = with_cache(&st.rec, |c| c.dns.get(&key).copied());
-            let fut = exchange(target.clone(), req, conn, cached, tls, timeout, mode);
-            let Some(ex) = st.wait(fut) else {
-                return Err(rquickjs::Exception::throw_message(&ctx, "test interrupted"));
-            };
-            if let (Some(a), None) = (ex.addr, cached) {
-                with_cache(&st.rec, |c| {
-                    c.dns.insert(key, a);
-                });
-            }
-            if let Some(c) = ex.conn {
-                st.http.borrow_mut().idle.insert(origin, c);
-            }
-            // Tags as k6: method, url, name, status, expected_response, proto, group, scenario.
-            let mut t = st.base_tags();
-            let shown_url = target.url();
-            t.insert("method".into(), method.clone());
-            t.insert("url".into(), shown_url.clone());
-            t.insert(
-                "name".into(),
-                name_tag.clone().unwrap_or_else(|| shown_url.clone()),
-            );
-            t.insert("proto".into(), "HTTP/1.1".into());
-            for (k, v) in &user_tags {
-                t.insert(k.clone(), v.clone());
-            }
-            let (status, err) = match &ex.result {
-                Ok(r) => (r.status, None),
-                Err(e) => (0, Some(e)),
-            };
-            let expected = (200..400).contains(&status);
-            t.insert("status".into(), status.to_string());
-            t.insert("expected_response".into(), expected.to_string());
-            if let Some(e) = err {
-                t.insert("error_code".into(), error_code(e.class).to_string());
-            }
-            let connect = ex.connect.unwrap_or_default();
-            let timings = ex.result.as_ref().map(|r| r.timings).unwrap_or_default();
-            let (sent, received) = match &ex.result {
-                Ok(r) => (r.bytes_sent, r.bytes_received),
-                Err(e) => (e.bytes_sent, e.bytes_received),
-            };
-            {
-                let mut rec = st.rec.borrow_mut();
-                let h = with_cache(&st.rec, |c| {
-                    if let Some(h) = c.handles.get(&t) {
-                        return *h;
-                    }
-                    let h = HttpHandles::resolve(&mut rec, &t);
-                    c.handles.insert(t.clone(), h);
-                    h
-                });
-                let us = |d: Duration| d.as_micros() as u64;
-                rec.add(h.reqs, 1.0);
-                rec.trend_us(h.duration, us(timings.duration()));
-                rec.trend_us(h.blocked, 0);
-                rec.trend_us(h.connecting, us(connect.connecting));
-                rec.trend_us(h.tls, us(connect.tls_handshaking));
-                rec.trend_us(h.sending, us(timings.sending));
-                rec.trend_us(h.waiting, us(timings.waiting));
-                rec.trend_us(h.receiving, us(timings.receiving));
-                rec.rate(h.failed, !expected);
-                rec.add(h.sent, sent as f64);
-                rec.add(h.received, received as f64);
-            }
-
-            // Follow redirects as k6 does (each hop is its own request in the metrics).
-            if let Ok(r) = &ex.result {
-                if matches!(r.status, 301 | 302 | 303 | 307 | 308) && hops < max_redirects {
-                    if let Some(loc) = r.header("location") {
-                        let loc = String::from_utf8_lossy(loc).into_owned();
-                        url = resolve_location(&target, &loc);
-                        if r.status == 303
-                            || (matches!(r.status, 301 | 302)
-                                && method != "GET"
-                                && method != "HEAD")
-                        {
-                            method = "GET".into();
-                            body = None;
+            let params = params.0.and_then(|p| p.into_object());
+            let mut spec = parse_spec(&ctx, &st, &k, method, url, body, headers, params)?;
+            let proto = proto.0.and_then(|p| p.into_object());
+            loop {
+                match start_hop(&ctx, &st, &k, &spec, proto.as_ref())? {
+                    Started::Done(out) => return Ok(out),
+                    Started::Go(hop, fut) => {
+                        let ex = st.wait(fut).ok_or_else(|| interrupted(&ctx))?;
+                        let done = finish_hop(&ctx, &st, &k, &mut spec, hop, ex, proto.as_ref())?;
+                        if let Some(out) = done {
+                            return Ok(out);
                         }
-                        hops += 1;
-                        continue;
                     }
                 }
             }
-
-            out.set("url", shown_url.as_str())?;
-            out.set("proto", "HTTP/1.1")?;
-            out.set("status", status)?;
-            let tm = Object::new(ctx.clone())?;
-            tm.set("duration", ms(timings.duration()))?;
-            tm.set("blocked", 0.0)?;
-            tm.set("connecting", ms(connect.connecting))?;
-            tm.set("tls_handshaking", ms(connect.tls_handshaking))?;
-            tm.set("sending", ms(timings.sending))?;
-            tm.set("waiting", ms(timings.waiting))?;
-            tm.set("receiving", ms(timings.receiving))?;
-            out.set("timings", tm)?;
-            let hdrs = Object::new(ctx.clone())?;
-            let req_obj = Object::new(ctx.clone())?;
-            req_obj.set("method", method.as_str())?;
-            req_obj.set("url", shown_url.as_str())?;
-            req_obj.set("body", body.as_deref().unwrap_or(""))?;
-            out.set("request", req_obj)?;
-            out.set("cookies", Object::new(ctx.clone())?)?;
-            if let Some(a) = ex.addr {
-                out.set("remote_ip", a.ip().to_string())?;
-                out.set("remote_port", a.port())?;
-            }
-            match ex.result {
-                Ok(r) => {
-                    for (name, value) in &r.headers {
-                        let k = canonical(name);
-                        let v = String::from_utf8_lossy(value);
-                        let joined = match hdrs.get::<_, Option<String>>(k.as_str())? {
-                            Some(prev) => format!("{prev}, {v}"),
-                            None => v.into_owned(),
-                        };
-                        hdrs.set(k, joined)?;
-                    }
-                    match r.body {
-                        Some(b) if mode == BodyMode::Keep => {
-                            out.set("body", String::from_utf8_lossy(&b).as_ref())?
-                        }
-                        _ => out.set("body", Value::new_null(ctx.clone()))?,
-                    }
-                    out.set("error", "")?;
-                    out.set("error_code", 0)?;
-                }
-                Err(e) => {
-                    out.set("body", Value::new_null(ctx.clone()))?;
-                    out.set("error", e.to_string())?;
-                    out.set("error_code", error_code(e.class))?;
-                }
-            }
-            out.set("headers", hdrs)?;
-            return Ok(out);
         }
     };
-    v.set("request", Function::new(ctx.clone(), f)?)?;
+    v.set("request", Function::new(ctx.clone(), request)?)?;
+
+    let batch = {
+        let st = st.clone();
+        move |ctx: Ctx<'js>,
+              reqs: Vec<rquickjs::Array<'js>>,
+              proto: Opt<Value<'js>>|
+              -> rquickjs::Result<Vec<Object<'js>>> {
+            if st.in_init.get() {
+                return Err(init_refused(&ctx));
+            }
+            let Some(k) = ctx.userdata::<Keys>() else {
+                return Err(rquickjs::Exception::throw_internal(
+                    &ctx,
+                    "no Response keys",
+                ));
+            };
+            let proto = proto.0.and_then(|p| p.into_object());
+            let mut specs = Vec::with_capacity(reqs.len());
+            for r in &reqs {
+                let params: Option<Value<'js>> = r.get(4)?;
+                specs.push(parse_spec(
+                    &ctx,
+                    &st,
+                    &k,
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    params.and_then(|p| p.into_object()),
+                )?);
+            }
+            let mut outs: Vec<Option<Object<'js>>> = specs.iter().map(|_| None).collect();
+            // Rounds: unfinished requests send their next hop, at most `batch` at once and
+            // `batchPerHost` per host; a round's hops are in flight together, and the rest
+            // (and redirects) go on in the next round.
+            let settings = st.shared.settings();
+            let (limit, per_host) = (settings.batch.max(1), settings.batch_per_host);
+            loop {
+                let mut hops = Vec::new();
+                let mut futs: Vec<ExchangeFuture> = Vec::new();
+                let mut hosts: HashMap<&str, u64> = HashMap::new();
+                for (n, spec) in specs.iter().enumerate() {
+                    if outs[n].is_some() || futs.len() as u64 >= limit {
+                        continue;
+                    }
+                    if per_host > 0 {
+                        let rest = spec.url.split_once("://").map_or("", |(_, r)| r);
+                        let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+                        let c = hosts.entry(host).or_default();
+                        if *c >= per_host {
+                            continue;
+                        }
+                        *c += 1;
+                    }
+                    match start_hop(&ctx, &st, &k, spec, proto.as_ref())? {
+                        Started::Done(out) => outs[n] = Some(out),
+                        Started::Go(hop, fut) => {
+                            hops.push((n, hop));
+                            futs.push(fut);
+                        }
+                    }
+                }
+                if futs.is_empty() {
+                    break;
+                }
+                let results = st.wait(join_all(futs)).ok_or_else(|| interrupted(&ctx))?;
+                for ((n, hop), ex) in hops.into_iter().zip(results) {
+                    outs[n] = finish_hop(&ctx, &st, &k, &mut specs[n], hop, ex, proto.as_ref())?;
+                }
+            }
+            Ok(outs.into_iter().flatten().collect())
+        }
+    };
+    v.set("batch", Function::new(ctx.clone(), batch)?)?;
     Ok(())
 }
 

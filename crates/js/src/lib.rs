@@ -16,14 +16,26 @@
 //! - [`http`]: the native half of `k6/http` on `volley-http` connections, recording k6's
 //!   `http_req_*` metrics with k6's system tags.
 //! - `shims/*.js`: the JS half of the `k6`, `k6/http` and `k6/metrics` modules.
+//! - `modules`: `k6/encoding`, `k6/crypto`, `k6/execution`, `k6/data`, CommonJS `require`,
+//!   the jslib.k6.io stand-ins and the `k6/http` extras' state (cookie jars, response
+//!   callbacks); their JS halves are `shims/k6_*.js`, `shims/jslib_*.js`.
 //! - [`options`]: k6 shortcut options (`vus`, `duration`, `iterations`, `stages`) and CLI
 //!   overrides → an engine [`Executor`](volley_engine::vus::Executor).
-//! - [`summary`]: k6's end-of-test text summary and `--summary-export` JSON from a result file.
+//! - [`summary`]: k6's end-of-test text summary, `handleSummary`'s data and
+//!   `--summary-export` JSON, from a result file.
+//! - [`thresholds`]: k6's threshold grammar, evaluated once per second (`abortOnFail`) and at
+//!   the end (the verdict, exit code 99).
+//! - [`handle_summary`]: calling the script's `handleSummary(data)` and writing its outputs.
+//! - [`out_json`]: `--out json=FILE`, k6's NDJSON of every sample, streamed per worker.
 
+pub mod handle_summary;
 pub mod http;
+pub(crate) mod modules;
 pub mod options;
+pub mod out_json;
 pub mod script;
 pub mod summary;
+pub mod thresholds;
 pub mod vu;
 
 pub use options::CliOptions;
@@ -35,7 +47,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use volley_engine::vus::{run_vus, VuPlan};
+use volley_engine::vus::{run_vus_with, VuPlan};
 use volley_engine::RunControl;
 use volley_metrics::{time, MetricKind, RunMeta, RunResult, TagSet};
 
@@ -69,12 +81,30 @@ pub enum RunError {
     Config(String),
     /// Anything else (cannot start threads...).
     Other(String),
+    /// `setup()` ran past `setupTimeout` (k6 exit code 100).
+    SetupTimeout(String),
+}
+
+/// k6's message for a setup/teardown timeout (`volley run` maps it to exit 100/101).
+pub fn timeout_message(phase: &str, d: Duration) -> String {
+    format!(
+        "{phase}() execution timed out after {} seconds",
+        d.as_secs_f64()
+    )
+}
+
+/// Is `e` a teardown timeout ([`timeout_message`])?
+pub fn is_teardown_timeout(e: &str) -> bool {
+    e.starts_with("teardown() execution timed out")
 }
 
 impl std::fmt::Display for RunError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RunError::Script(s) | RunError::Config(s) | RunError::Other(s) => f.write_str(s),
+            RunError::Script(s)
+            | RunError::Config(s)
+            | RunError::Other(s)
+            | RunError::SetupTimeout(s) => f.write_str(s),
         }
     }
 }
@@ -99,6 +129,42 @@ pub struct RunOutput {
     pub teardown_error: Option<String>,
     /// An abort during iterations (`Outcome::Abort`).
     pub aborted: Option<String>,
+    /// Crossed thresholds with `abortOnFail` stopped the test (k6's message).
+    pub threshold_abort: Option<String>,
+    shared: Arc<vu::ScriptShared>,
+}
+
+impl RunOutput {
+    /// Did any threshold fail?
+    pub fn thresholds_failed(&self) -> bool {
+        self.result.thresholds.iter().any(|t| !t.ok)
+    }
+
+    /// k6's message for failed thresholds, if any failed.
+    pub fn thresholds_message(&self) -> Option<String> {
+        let mut names: Vec<&str> = Vec::new();
+        for t in self.result.thresholds.iter().filter(|t| !t.ok) {
+            if !names.contains(&t.metric.as_str()) {
+                names.push(&t.metric);
+            }
+        }
+        (!names.is_empty()).then(|| {
+            format!(
+                "thresholds on metrics '{}' have been crossed",
+                names.join(", ")
+            )
+        })
+    }
+
+    /// Call the script's `handleSummary(data)`: `Ok(None)` when it has none.
+    pub fn handle_summary(
+        &self,
+        summary: &Summary,
+        stdout_tty: bool,
+        stderr_tty: bool,
+    ) -> Result<Option<handle_summary::Outputs>, String> {
+        handle_summary::call(&self.shared, &summary.data(stdout_tty, stderr_tty))
+    }
 }
 
 /// Compile `path`, resolve options, run, and return the result (mode "run").
@@ -111,7 +177,29 @@ pub fn run(
     ctl: &RunControl,
 ) -> Result<RunOutput, RunError> {
     let script = script::load(path, env).map_err(|e| RunError::Script(e.0))?;
-    let resolved = options::resolve(&script.options, cli).map_err(RunError::Config)?;
+    let mut resolved = options::resolve(&script.options, cli).map_err(RunError::Config)?;
+    let ths = match &resolved.thresholds {
+        Some(v) => {
+            let custom = script.shared.metrics.lock().unwrap().clone();
+            thresholds::parse(v, |name| {
+                BUILTIN_METRICS
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, k)| *k)
+                    .or_else(|| custom.get(name).map(|(k, _)| *k))
+            })
+            .map_err(RunError::Config)?
+        }
+        None => Vec::new(),
+    };
+    if let Some(path) = &cli.out_json {
+        let mut out = out_json::JsonOut::create(path).map_err(RunError::Other)?;
+        out.set_thresholds(&ths);
+        resolved.settings.json_out = Some(Arc::new(out));
+    }
+    let json_out = resolved.settings.json_out.clone();
+    let _ = script.shared.settings.set(resolved.settings.clone());
+    modules::execution::set_plan(&script.shared, &resolved.executor, &script.options);
     for o in &resolved.ignored {
         eprintln!("WARN[0000] option '{o}' is not supported by volley yet and is ignored");
     }
@@ -126,9 +214,10 @@ pub fn run(
         .http
         .insecure
         .store(resolved.insecure, Ordering::Relaxed);
-    let mut tags = TagSet::new();
+    let mut tags = resolved.settings.tags.clone();
     tags.insert("scenario".into(), "default".into());
     tags.insert("group".into(), String::new());
+    resolved.settings.filter_system_tags(&mut tags);
     let plan = VuPlan {
         executor: resolved.executor.clone(),
         threads,
@@ -138,9 +227,64 @@ pub fn run(
     let factory = Arc::new(vu::JsFactory {
         shared: script.shared.clone(),
     });
-    let r = run_vus(&plan, factory, ctl).map_err(RunError::Other)?;
+    // Once a second: abortOnFail thresholds, and the vus gauges for --out json.
+    let mut threshold_abort: Option<String> = None;
+    let mut aborted_at: Vec<bool> = vec![false; ths.len()];
+    let abort_ths: Vec<usize> = (0..ths.len()).filter(|i| ths[*i].abort_on_fail).collect();
+    let mut hook = |agg: &volley_metrics::Aggregator, elapsed: Duration| -> bool {
+        if let Some(out) = &json_out {
+            for name in ["vus", "vus_max"] {
+                if let Some(volley_metrics::Agg::Gauge { last, .. }) =
+                    agg.total(&volley_metrics::MetricKey::new(name))
+                {
+                    out.point(name, MetricKind::Gauge, &TagSet::new(), *last);
+                }
+            }
+        }
+        if abort_ths.is_empty() || threshold_abort.is_some() {
+            return false;
+        }
+        let mut crossed = Vec::new();
+        for &i in &abort_ths {
+            let th = &ths[i];
+            if elapsed < th.delay_abort_eval {
+                continue;
+            }
+            let merged = thresholds::merged(
+                th,
+                agg.totals()
+                    .map(|(d, a)| (d.key.name.as_str(), &d.key.tags, a)),
+            );
+            // As k6: during the run, a metric without samples is not judged yet.
+            let Some(m) = merged.filter(|m| m.samples() > 0) else {
+                continue;
+            };
+            if !th.check(Some(&m), elapsed.as_secs_f64()).0 {
+                aborted_at[i] = true;
+                if !crossed.contains(&th.metric) {
+                    crossed.push(th.metric.clone());
+                }
+            }
+        }
+        if crossed.is_empty() {
+            return false;
+        }
+        threshold_abort = Some(format!(
+            "thresholds on metrics '{}' were crossed; at least one has abortOnFail enabled, \
+             stopping test prematurely",
+            crossed.join(", ")
+        ));
+        true
+    };
+    let r = run_vus_with(&plan, factory, ctl, Some(&mut hook)).map_err(RunError::Other)?;
     if let Some((phase, e)) = &r.aborted {
-        if phase == "init" || phase == "setup" {
+        if phase == "setup" && e.starts_with("setup() execution timed out") {
+            return Err(RunError::SetupTimeout(e.clone()));
+        }
+        // exec.test.abort() in setup is an abort (exit 108), not a script error.
+        if (phase == "init" || phase == "setup")
+            && !modules::execution::script_aborted(&script.shared)
+        {
             return Err(RunError::Script(e.clone()));
         }
     }
@@ -172,9 +316,38 @@ pub fn run(
         opts.insert("iterations", (*iterations).into());
     }
     let options = serde_json::to_value(opts).unwrap_or_default();
+    let mut result = RunResult::new(meta, options, r.metrics, r.series);
+    // The verdict, on the final totals (a metric without samples counts as zeros, as k6).
+    let aggs: Vec<(String, TagSet, volley_metrics::Agg)> = result
+        .metrics
+        .iter()
+        .filter_map(|m| Some((m.name.clone(), m.tags.clone(), m.to_agg().ok()?)))
+        .collect();
+    let verdicts = thresholds::evaluate(
+        &ths,
+        || aggs.iter().map(|(n, t, a)| (n.as_str(), t, a)),
+        result.meta.duration_s,
+    );
+    result.thresholds = ths
+        .iter()
+        .zip(&verdicts)
+        .zip(&aborted_at)
+        .map(|((t, v), ab)| volley_metrics::ThresholdResult {
+            metric: t.metric.clone(),
+            expression: t.source.clone(),
+            ok: v.ok && !ab,
+            observed: Some(v.observed),
+            aborted: *ab,
+        })
+        .collect();
+    if let Some(e) = json_out.as_ref().and_then(|o| o.error()) {
+        eprintln!("WARN[0000] {e}");
+    }
     Ok(RunOutput {
-        result: RunResult::new(meta, options, r.metrics, r.series),
+        result,
         teardown_error: r.teardown_error,
         aborted: r.aborted.map(|(_, e)| e),
+        threshold_abort,
+        shared: script.shared.clone(),
     })
 }

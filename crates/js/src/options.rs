@@ -1,11 +1,16 @@
 //! k6 options (from `export const options` and the CLI) → the engine's executor plan.
 //!
-//! Only k6's shortcut options are understood here (`vus`, `duration`, `iterations`,
-//! `stages`), plus `insecureSkipTLSVerify`; every other option is reported as not supported
-//! yet and ignored. `scenarios` is refused, since ignoring it would run a different test.
+//! The executor comes from k6's shortcut options (`vus`, `duration`, `iterations`, `stages`);
+//! run-wide settings (`tags`, `userAgent`, `hosts`, timeouts, summary options, ...) are
+//! validated here into [`RunSettings`], and `thresholds` is kept for [`crate::thresholds`].
+//! Unknown options are reported as not supported yet and ignored. `scenarios` is refused,
+//! since ignoring it would run a different test.
 
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 use volley_engine::vus::{Executor, Stage};
+use volley_metrics::TagSet;
 
 /// Options given on the command line; they override the script's.
 #[derive(Clone, Debug, Default)]
@@ -13,15 +18,117 @@ pub struct CliOptions {
     pub vus: Option<u64>,
     pub duration: Option<Duration>,
     pub iterations: Option<u64>,
+    /// `--out json=FILE`: k6's NDJSON of every sample.
+    pub out_json: Option<std::path::PathBuf>,
 }
 
 /// What the options resolve to.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Resolved {
     pub executor: Executor,
     pub insecure: bool,
     /// Options present in the script but not supported yet (ignored, with a warning).
     pub ignored: Vec<String>,
+    /// `options.thresholds` as given (parsed once custom metrics are known).
+    pub thresholds: Option<serde_json::Value>,
+    pub settings: RunSettings,
+}
+
+/// Run-wide settings from options that VUs and the HTTP client read (set once, before the
+/// VUs are created; see `ScriptShared::settings`).
+#[derive(Clone, Debug)]
+pub struct RunSettings {
+    /// `tags`: added to every sample.
+    pub tags: TagSet,
+    /// `systemTags`: the system tags to keep (None: k6's default set).
+    pub system_tags: Option<HashSet<String>>,
+    pub user_agent: Option<String>,
+    /// `hosts`: name → `ip` or `ip:port`.
+    pub hosts: HashMap<String, String>,
+    pub max_redirects: Option<u32>,
+    pub discard_response_bodies: bool,
+    pub no_connection_reuse: bool,
+    pub no_vu_connection_reuse: bool,
+    pub setup_timeout: Duration,
+    pub teardown_timeout: Duration,
+    /// `batch` / `batchPerHost` (read by `http.batch`).
+    pub batch: u64,
+    pub batch_per_host: u64,
+    /// `--out json`: where every sample goes.
+    pub json_out: Option<Arc<crate::out_json::JsonOut>>,
+}
+
+impl Default for RunSettings {
+    fn default() -> Self {
+        RunSettings {
+            tags: TagSet::new(),
+            system_tags: None,
+            user_agent: None,
+            hosts: HashMap::new(),
+            max_redirects: None,
+            discard_response_bodies: false,
+            no_connection_reuse: false,
+            no_vu_connection_reuse: false,
+            setup_timeout: Duration::from_secs(60),
+            teardown_timeout: Duration::from_secs(60),
+            batch: 20,
+            batch_per_host: 6,
+            json_out: None,
+        }
+    }
+}
+
+impl RunSettings {
+    /// Drop the system tags `systemTags` leaves out (user tags are always kept).
+    pub fn filter_system_tags(&self, tags: &mut TagSet) {
+        if let Some(keep) = &self.system_tags {
+            tags.retain(|k, _| !SYSTEM_TAGS.contains(&k.as_str()) || keep.contains(k));
+        }
+    }
+}
+
+/// k6's system tags (what `systemTags` selects from).
+pub const SYSTEM_TAGS: &[&str] = &[
+    "proto",
+    "subproto",
+    "status",
+    "method",
+    "url",
+    "name",
+    "group",
+    "check",
+    "error",
+    "error_code",
+    "tls_version",
+    "scenario",
+    "service",
+    "expected_response",
+    "vu",
+    "iter",
+    "ip",
+    "ocsp_status",
+];
+
+fn boolean(v: &serde_json::Value, what: &str) -> Result<bool, String> {
+    match v {
+        serde_json::Value::Bool(b) => Ok(*b),
+        serde_json::Value::Null => Ok(false),
+        _ => Err(format!("options.{what}: expected true or false, got {v}")),
+    }
+}
+
+fn string_map(v: &serde_json::Value, what: &str) -> Result<Vec<(String, String)>, String> {
+    let o = v
+        .as_object()
+        .ok_or_else(|| format!("options.{what}: expected an object of names to strings"))?;
+    o.iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => Ok((k.clone(), s.clone())),
+            serde_json::Value::Number(n) => Ok((k.clone(), n.to_string())),
+            serde_json::Value::Bool(b) => Ok((k.clone(), b.to_string())),
+            _ => Err(format!("options.{what}.{k}: expected a string, got {v}")),
+        })
+        .collect()
 }
 
 /// k6's default `maxDuration` for iteration-based executors.
@@ -62,6 +169,8 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
     let mut iterations = None;
     let mut stages = None;
     let mut insecure = false;
+    let mut thresholds = None;
+    let mut settings = RunSettings::default();
     for (k, v) in opts {
         match k.as_str() {
             "vus" => vus = Some(count(v, "vus")?),
@@ -87,6 +196,74 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
                 stages = Some(out);
             }
             "insecureSkipTLSVerify" => insecure = v.as_bool().unwrap_or(false),
+            "thresholds" => thresholds = Some(v.clone()),
+            "tags" => settings.tags = string_map(v, "tags")?.into_iter().collect(),
+            "userAgent" => match v {
+                serde_json::Value::String(s) => settings.user_agent = Some(s.clone()),
+                serde_json::Value::Null => {}
+                _ => return Err(format!("options.userAgent: expected a string, got {v}")),
+            },
+            "noConnectionReuse" => settings.no_connection_reuse = boolean(v, k)?,
+            "noVUConnectionReuse" => settings.no_vu_connection_reuse = boolean(v, k)?,
+            "discardResponseBodies" => settings.discard_response_bodies = boolean(v, k)?,
+            "hosts" => {
+                for (name, addr) in string_map(v, "hosts")? {
+                    let ok = addr.parse::<std::net::IpAddr>().is_ok()
+                        || addr.parse::<std::net::SocketAddr>().is_ok();
+                    if !ok {
+                        return Err(format!(
+                            "options.hosts.{name}: expected an IP address or IP:port, got '{addr}'"
+                        ));
+                    }
+                    settings.hosts.insert(name.to_ascii_lowercase(), addr);
+                }
+            }
+            "maxRedirects" => {
+                settings.max_redirects = Some(count(v, "maxRedirects")?.min(u32::MAX as u64) as u32)
+            }
+            "setupTimeout" => settings.setup_timeout = duration(v, "setupTimeout")?,
+            "teardownTimeout" => settings.teardown_timeout = duration(v, "teardownTimeout")?,
+            "batch" => settings.batch = count(v, "batch")?,
+            "batchPerHost" => settings.batch_per_host = count(v, "batchPerHost")?,
+            "summaryTrendStats" => {
+                let arr = v.as_array().ok_or(
+                    "options.summaryTrendStats: expected an array such as [\"avg\", \"p(95)\"]",
+                )?;
+                for (i, s) in arr.iter().enumerate() {
+                    if !s.as_str().is_some_and(crate::summary::valid_trend_stat) {
+                        return Err(format!(
+                            "options.summaryTrendStats[{i}]: {s} is not a trend stat (expected \
+                             avg, min, med, max, count or p(N) with N in 0..100)"
+                        ));
+                    }
+                }
+            }
+            "summaryTimeUnit" => {
+                if !v.is_null() && !matches!(v.as_str(), Some("" | "s" | "ms" | "us")) {
+                    return Err(format!(
+                        "options.summaryTimeUnit: expected \"s\", \"ms\" or \"us\", got {v}"
+                    ));
+                }
+            }
+            "systemTags" => {
+                let arr = v
+                    .as_array()
+                    .ok_or("options.systemTags: expected an array of tag names")?;
+                let mut keep = HashSet::new();
+                for (i, t) in arr.iter().enumerate() {
+                    let t = t.as_str().ok_or(format!(
+                        "options.systemTags[{i}]: expected a string, got {t}"
+                    ))?;
+                    if !SYSTEM_TAGS.contains(&t) {
+                        return Err(format!(
+                            "options.systemTags[{i}]: '{t}' is not a system tag (expected one of {})",
+                            SYSTEM_TAGS.join(", ")
+                        ));
+                    }
+                    keep.insert(t.to_string());
+                }
+                settings.system_tags = Some(keep);
+            }
             "scenarios" => {
                 return Err(
                     "options.scenarios is not supported by volley yet: use vus/duration, \
@@ -149,6 +326,8 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
         executor,
         insecure,
         ignored,
+        thresholds,
+        settings,
     })
 }
 
@@ -201,9 +380,10 @@ mod tests {
             vus: Some(4),
             duration: None,
             iterations: Some(8),
+            ..Default::default()
         };
         let r = resolve(
-            &json!({"vus": 1, "stages": [{"duration": "1s", "target": 5}], "thresholds": {}}),
+            &json!({"vus": 1, "stages": [{"duration": "1s", "target": 5}], "rps": 10}),
             &cli,
         )
         .unwrap();
@@ -215,7 +395,7 @@ mod tests {
                 ..
             }
         ));
-        assert_eq!(r.ignored, vec!["thresholds".to_string()]);
+        assert_eq!(r.ignored, vec!["rps".to_string()]);
         assert!(resolve(&json!({"vus": 5, "iterations": 2}), &CliOptions::default()).is_err());
         assert!(resolve(&json!({"scenarios": {}}), &CliOptions::default()).is_err());
         assert!(resolve(&json!({"duration": "soon"}), &CliOptions::default()).is_err());

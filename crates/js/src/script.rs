@@ -18,14 +18,24 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
     ("k6", include_str!("shims/k6.js")),
     ("k6/http", include_str!("shims/k6_http.js")),
     ("k6/metrics", include_str!("shims/k6_metrics.js")),
+    // Internal: the k6/http extras (files, cookies, expected statuses...).
+    ("volley/http-ext", include_str!("shims/k6_http_ext.js")),
+    ("k6/encoding", include_str!("shims/k6_encoding.js")),
+    ("k6/crypto", include_str!("shims/k6_crypto.js")),
+    ("k6/execution", include_str!("shims/k6_execution.js")),
+    ("k6/data", include_str!("shims/k6_data.js")),
+    (
+        crate::modules::JSLIB_UTILS,
+        include_str!("shims/jslib_k6_utils.js"),
+    ),
+    (
+        crate::modules::JSLIB_SUMMARY,
+        include_str!("shims/jslib_k6_summary.js"),
+    ),
 ];
 
 /// k6 modules that exist but Volley does not serve yet (a clear error instead of "not found").
 const PLANNED: &[&str] = &[
-    "k6/execution",
-    "k6/data",
-    "k6/encoding",
-    "k6/crypto",
     "k6/html",
     "k6/ws",
     "k6/net/grpc",
@@ -74,6 +84,7 @@ pub fn load(path: &Path, env: BTreeMap<String, String>) -> Result<Script, Script
         ModResolver,
         CompilingLoader {
             out: compiled.clone(),
+            shared: shared.clone(),
         },
     );
     let ctx = Context::full(&rt).map_err(|e| ScriptError(format!("cannot start QuickJS: {e}")))?;
@@ -174,6 +185,13 @@ impl Resolver for ModResolver {
         if BUILTINS.iter().any(|(n, _)| *n == name) {
             return Ok(name.to_string());
         }
+        // `require()` resolves first and hands over the final name.
+        if let Some(resolved) = name.strip_prefix(crate::modules::commonjs::REQUIRE_PREFIX) {
+            return Ok(resolved.to_string());
+        }
+        if let Some(builtin) = crate::modules::jslib(name) {
+            return Ok(builtin.to_string());
+        }
         let msg = |m: String| rquickjs::Error::new_resolving_message(base, name, m);
         if name == "k6" || name.starts_with("k6/") {
             let planned = PLANNED.iter().any(|p| name.starts_with(p));
@@ -184,10 +202,11 @@ impl Resolver for ModResolver {
             }));
         }
         if name.starts_with("http://") || name.starts_with("https://") {
-            return Err(msg(format!(
-                "remote module '{name}' is not fetched: volley loads nothing at run time; \
-                 download it next to the script and import it by relative path"
-            )));
+            return Err(msg(
+                "remote modules are not fetched: save it next to the script, \
+                 import it by relative path"
+                    .into(),
+            ));
         }
         if name.starts_with("./") || name.starts_with("../") || name.starts_with('/') {
             return Ok(if name.starts_with('/') {
@@ -205,6 +224,8 @@ impl Resolver for ModResolver {
 /// Loader used once, while compiling: declares each module from source and keeps its bytecode.
 struct CompilingLoader {
     out: Rc<std::cell::RefCell<HashMap<String, Vec<u8>>>>,
+    /// Where CommonJS files are recorded (see `modules::commonjs`).
+    shared: Arc<ScriptShared>,
 }
 
 impl Loader for CompilingLoader {
@@ -220,8 +241,17 @@ impl Loader for CompilingLoader {
                 rquickjs::Error::new_loading_message(name, format!("cannot read {name}: {e}"))
             })?,
         };
+        let source = crate::modules::commonjs::compile_source(ctx, &self.shared, name, source);
         let m = Module::declare(ctx.clone(), name, source)?;
-        let bc = m.write(WriteOptions::default())?;
+        // Every VU loads every module's bytecode into its own runtime: the built-in shims
+        // are written without their source text and line tables (tens of KiB per VU; a
+        // stack trace still shows the script's own frames). Scripts keep theirs.
+        let builtin = BUILTINS.iter().any(|(n, _)| *n == name);
+        let bc = m.write(WriteOptions {
+            strip_source: builtin,
+            strip_debug: builtin,
+            ..WriteOptions::default()
+        })?;
         self.out.borrow_mut().insert(name.to_string(), bc);
         Ok(m)
     }

@@ -1,28 +1,64 @@
-//! The end-of-test summary in k6's text layout, and `--summary-export` in k6's export shape,
-//! both computed from a [`RunResult`] alone.
+//! The end-of-test summary in k6's text layout, `handleSummary`'s data object, and
+//! `--summary-export` in k6's legacy export shape — all computed from a [`RunResult`] alone
+//! (so `volley summary run.json` prints the same text).
 //!
-//! Every metric is shown as its total over all tag sets (k6 shows the untagged metric).
-//! Checks are listed per group; within a group they are sorted by name (the result file does
-//! not keep the order in which a script first ran them).
+//! Every metric is shown as its total over all tag sets (k6 shows the untagged metric);
+//! sub-metrics (`http_req_duration{name:a}`) are the merge of the series whose tags include
+//! the pairs, listed under their parent: the ones thresholds name, plus
+//! `{ expected_response:true }` under `http_req_duration`, as k6 does. A metric with
+//! thresholds is marked ✓ (all passed) or ✗. Checks are listed per group; within a group
+//! they are sorted by name (the result file does not keep first-run order).
 
 use std::collections::BTreeMap;
 use volley_metrics::agg::TrendAgg;
 use volley_metrics::{Agg, MetricKind, RunResult, Unit};
 
-/// One metric merged over its tag sets.
+/// One metric (or sub-metric) merged over its tag sets.
 pub struct Merged {
     pub unit: Unit,
     pub agg: Agg,
+    /// Thresholds on exactly this key: (expression, ok).
+    pub thresholds: Vec<(String, bool)>,
 }
 
-/// Totals per metric name, and check counts per group path and check name.
+/// k6's summary options (`summaryTrendStats`, `summaryTimeUnit`).
+#[derive(Clone, Debug)]
+pub struct SummaryOptions {
+    pub trend_stats: Vec<String>,
+    /// "" (adaptive), "s", "ms" or "us".
+    pub time_unit: String,
+}
+
+impl Default for SummaryOptions {
+    fn default() -> Self {
+        SummaryOptions {
+            trend_stats: DEFAULT_TREND_STATS.iter().map(|s| s.to_string()).collect(),
+            time_unit: String::new(),
+        }
+    }
+}
+
+pub const DEFAULT_TREND_STATS: &[&str] = &["avg", "min", "med", "max", "p(90)", "p(95)"];
+
+/// Validate a `summaryTrendStats` entry (`avg`, `min`, `med`, `max`, `count`, `p(N)`).
+pub fn valid_trend_stat(s: &str) -> bool {
+    matches!(s, "avg" | "min" | "med" | "max" | "count")
+        || s.strip_prefix("p(")
+            .and_then(|r| r.strip_suffix(')'))
+            .and_then(|n| n.parse::<f64>().ok())
+            .is_some_and(|p| (0.0..=100.0).contains(&p))
+}
+
+/// Totals per metric key, and check counts per group path and check name.
 pub struct Summary {
+    /// Keyed by the full key (`name` or `name{tags}`).
     pub metrics: BTreeMap<String, Merged>,
     /// group path → check name → (passes, fails)
     pub checks: BTreeMap<String, BTreeMap<String, (u64, u64)>>,
     /// Every group path seen (from checks and group_duration).
     pub groups: Vec<String>,
     pub duration_s: f64,
+    pub options: SummaryOptions,
 }
 
 impl Summary {
@@ -30,6 +66,7 @@ impl Summary {
         let mut metrics: BTreeMap<String, Merged> = BTreeMap::new();
         let mut checks: BTreeMap<String, BTreeMap<String, (u64, u64)>> = BTreeMap::new();
         let mut groups = vec![String::new()];
+        let mut aggs = Vec::with_capacity(r.metrics.len());
         for m in &r.metrics {
             let agg = m.to_agg()?;
             if m.name == "checks" {
@@ -54,8 +91,70 @@ impl Summary {
             match metrics.get_mut(&m.name) {
                 Some(e) => e.agg.merge(&agg),
                 None => {
-                    metrics.insert(m.name.clone(), Merged { unit: m.unit, agg });
+                    metrics.insert(
+                        m.name.clone(),
+                        Merged {
+                            unit: m.unit,
+                            agg: agg.clone(),
+                            thresholds: Vec::new(),
+                        },
+                    );
                 }
+            }
+            aggs.push((m, agg));
+        }
+        // Sub-metrics: those thresholds name, and k6's default one.
+        let mut subs: Vec<String> = r
+            .thresholds
+            .iter()
+            .map(|t| t.metric.clone())
+            .filter(|k| k.contains('{'))
+            .collect();
+        if metrics.contains_key("http_req_duration") {
+            subs.push("http_req_duration{expected_response:true}".into());
+        }
+        for key in subs {
+            if metrics.contains_key(&key) {
+                continue;
+            }
+            let Ok((name, tags)) = crate::thresholds::parse_metric_key(&key) else {
+                continue;
+            };
+            let mut merged: Option<Merged> = None;
+            for (m, agg) in &aggs {
+                let hit = m.name == name
+                    && tags
+                        .iter()
+                        .all(|(k, v)| m.tags.get(k).map(String::as_str) == Some(v.as_str()));
+                if !hit {
+                    continue;
+                }
+                match &mut merged {
+                    Some(x) => x.agg.merge(agg),
+                    None => {
+                        merged = Some(Merged {
+                            unit: m.unit,
+                            agg: agg.clone(),
+                            thresholds: Vec::new(),
+                        })
+                    }
+                }
+            }
+            // A sub-metric nothing recorded into still shows (empty), as in k6.
+            let merged = merged.or_else(|| {
+                metrics.get(&name).map(|p| Merged {
+                    unit: p.unit,
+                    agg: Agg::empty(p.agg.kind()),
+                    thresholds: Vec::new(),
+                })
+            });
+            if let Some(m) = merged {
+                metrics.insert(key, m);
+            }
+        }
+        for t in &r.thresholds {
+            if let Some(m) = metrics.get_mut(&t.metric) {
+                m.thresholds.push((t.expression.clone(), t.ok));
             }
         }
         // Parents of nested groups exist even without their own checks.
@@ -72,11 +171,28 @@ impl Summary {
         }
         all.sort();
         all.dedup();
+        let script = &r.options["script"];
+        let mut options = SummaryOptions::default();
+        if let Some(a) = script.get("summaryTrendStats").and_then(|v| v.as_array()) {
+            let stats: Vec<String> = a
+                .iter()
+                .filter_map(|s| s.as_str())
+                .filter(|s| valid_trend_stat(s))
+                .map(str::to_string)
+                .collect();
+            if !stats.is_empty() {
+                options.trend_stats = stats;
+            }
+        }
+        if let Some(u) = script.get("summaryTimeUnit").and_then(|v| v.as_str()) {
+            options.time_unit = u.to_string();
+        }
         Ok(Summary {
             metrics,
             checks,
             groups: all,
             duration_s: r.meta.duration_s,
+            options,
         })
     }
 
@@ -87,32 +203,166 @@ impl Summary {
         }
     }
 
-    /// Text in k6's layout.
+    /// Metric keys in k6's order: by parent name, each parent followed by its sub-metrics.
+    fn ordered(&self) -> Vec<&String> {
+        let mut names: Vec<&String> = self.metrics.keys().collect();
+        let split = |k: &str| -> (String, String) {
+            let i = k.find('{').unwrap_or(k.len());
+            (k[..i].to_string(), k[i..].to_string())
+        };
+        names.sort_by_key(|k| split(k));
+        names
+    }
+
+    fn rate_of(&self, v: f64) -> f64 {
+        if self.duration_s > 0.0 {
+            v / self.duration_s
+        } else {
+            0.0
+        }
+    }
+
+    /// One trend statistic, in the metric's unit (ms for time trends).
+    fn trend_value(t: &TrendAgg, stat: &str) -> f64 {
+        if t.count == 0 {
+            return 0.0;
+        }
+        match stat {
+            "avg" => t.mean(),
+            "min" => t.min,
+            "max" => t.max,
+            "med" => t.percentile(50.0),
+            "count" => t.count as f64,
+            p => p
+                .strip_prefix("p(")
+                .and_then(|r| r.strip_suffix(')'))
+                .and_then(|n| n.parse::<f64>().ok())
+                .map_or(0.0, |p| t.percentile(p)),
+        }
+    }
+
+    /// Text in k6's layout (without colours).
     pub fn render_text(&self) -> String {
         let mut out = String::from("\n");
         self.render_group("", 1, &mut out);
         out.push('\n');
-        let width = self.metrics.keys().map(|k| k.len()).max().unwrap_or(0) + 7;
-        let rate = |v: f64| v / self.duration_s.max(1e-9);
-        for (name, m) in &self.metrics {
-            let value = match &m.agg {
-                Agg::Counter { sum, .. } if m.unit == Unit::Data => {
-                    format!("{:<10} {}/s", bytes(*sum), bytes(rate(*sum)))
-                }
-                Agg::Counter { sum, .. } => format!("{:<10} {}/s", num(*sum), sig(rate(*sum))),
-                Agg::Rate { trues, total } => format!(
-                    "{:<7} ✓ {:<8} ✗ {}",
-                    format!("{:.2}%", pct(*trues, *total)),
-                    trues,
-                    total - trues
+        let names = self.ordered();
+        let display = |k: &str| -> (usize, String) {
+            match k.find('{') {
+                Some(i) => (2, format!("{{ {} }}", &k[i + 1..k.len().saturating_sub(1)])),
+                None => (0, k.to_string()),
+            }
+        };
+        let width = names
+            .iter()
+            .map(|k| {
+                let (ind, d) = display(k);
+                ind + d.chars().count()
+            })
+            .max()
+            .unwrap_or(0);
+        let stats = &self.options.trend_stats;
+        let unit = self.options.time_unit.as_str();
+        // Formatted values, so columns can be aligned as k6 aligns them.
+        enum Row {
+            Trend(Vec<String>),
+            Other(String, Vec<String>),
+        }
+        let mut rows = Vec::new();
+        for k in &names {
+            let m = &self.metrics[*k];
+            let fmt = |v: f64| humanize(v, m.unit, unit);
+            let row = match &m.agg {
+                Agg::Trend(t) => Row::Trend(
+                    stats
+                        .iter()
+                        .map(|s| {
+                            let v = Self::trend_value(t, s);
+                            if s == "count" {
+                                num(v)
+                            } else {
+                                fmt(v)
+                            }
+                        })
+                        .collect(),
                 ),
-                Agg::Gauge { last, min, max, .. } => {
-                    format!("{:<10} min={:<8} max={}", num(*last), num(*min), num(*max))
+                Agg::Counter { sum, .. } => {
+                    Row::Other(fmt(*sum), vec![format!("{}/s", fmt(self.rate_of(*sum)))])
                 }
-                Agg::Trend(t) => trend_line(t, m.unit == Unit::Time),
+                Agg::Rate { trues, total } => Row::Other(
+                    pct(*trues, *total),
+                    vec![format!("✓ {trues}"), format!("✗ {}", total - trues)],
+                ),
+                Agg::Gauge { last, min, max, n } => {
+                    let (l, mi, ma) = if *n == 0 {
+                        (0.0, 0.0, 0.0)
+                    } else {
+                        (*last, *min, *max)
+                    };
+                    Row::Other(
+                        fmt(l),
+                        vec![format!("min={}", fmt(mi)), format!("max={}", fmt(ma))],
+                    )
+                }
             };
-            let dots = ".".repeat(width.saturating_sub(name.len()));
-            out.push_str(&format!("     {name}{dots}: {value}\n"));
+            rows.push(row);
+        }
+        let w = |s: &String| s.chars().count();
+        let mut trend_w = vec![0; stats.len()];
+        let mut value_w = 0;
+        let mut extra_w: Vec<usize> = Vec::new();
+        for r in &rows {
+            match r {
+                Row::Trend(cols) => {
+                    for (i, c) in cols.iter().enumerate() {
+                        trend_w[i] = trend_w[i].max(w(c));
+                    }
+                }
+                Row::Other(v, ex) => {
+                    value_w = value_w.max(w(v));
+                    for (i, e) in ex.iter().enumerate() {
+                        if extra_w.len() <= i {
+                            extra_w.push(0);
+                        }
+                        extra_w[i] = extra_w[i].max(w(e));
+                    }
+                }
+            }
+        }
+        for (k, r) in names.iter().zip(&rows) {
+            let m = &self.metrics[*k];
+            let mark = if m.thresholds.is_empty() {
+                ' '
+            } else if m.thresholds.iter().all(|(_, ok)| *ok) {
+                '✓'
+            } else {
+                '✗'
+            };
+            let (ind, d) = display(k);
+            let dots = ".".repeat(width + 3 - ind - d.chars().count());
+            let value = match r {
+                Row::Trend(cols) => stats
+                    .iter()
+                    .zip(cols)
+                    .enumerate()
+                    .map(|(i, (s, c))| format!("{s}={c}{}", " ".repeat(trend_w[i] - w(c))))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                Row::Other(v, ex) => {
+                    let mut s = format!("{v}{}", " ".repeat(value_w - w(v)));
+                    for (i, e) in ex.iter().enumerate() {
+                        s.push(' ');
+                        s.push_str(e);
+                        s.push_str(&" ".repeat(extra_w[i] - w(e)));
+                    }
+                    s
+                }
+            };
+            let value = value.trim_end();
+            out.push_str(&format!(
+                "   {}{mark} {d}{dots}: {value}\n",
+                " ".repeat(ind)
+            ));
         }
         out.push('\n');
         out
@@ -126,10 +376,8 @@ impl Summary {
                     out.push_str(&format!("{indent}✓ {name}\n"));
                 } else {
                     out.push_str(&format!("{indent}✗ {name}\n"));
-                    out.push_str(&format!(
-                        "{indent} ↳  {:.0}% — ✓ {p} / ✗ {f}\n",
-                        pct(*p, p + f)
-                    ));
+                    let succ = (100 * p) / (p + f).max(1);
+                    out.push_str(&format!("{indent} ↳  {succ}% — ✓ {p} / ✗ {f}\n"));
                 }
             }
         }
@@ -145,110 +393,204 @@ impl Summary {
         }
     }
 
-    /// k6's `--summary-export` shape (the legacy JSON: `root_group` and `metrics`).
+    /// A metric's values as k6 puts them in `handleSummary`'s data (`values`).
+    fn values(&self, m: &Merged) -> serde_json::Value {
+        use serde_json::{json, Map, Value};
+        match &m.agg {
+            Agg::Counter { sum, .. } => json!({"count": sum, "rate": self.rate_of(*sum)}),
+            Agg::Gauge { last, min, max, n } => {
+                if *n == 0 {
+                    json!({"value": 0.0, "min": 0.0, "max": 0.0})
+                } else {
+                    json!({"value": last, "min": min, "max": max})
+                }
+            }
+            Agg::Rate { trues, total } => json!({
+                "rate": if *total == 0 { 0.0 } else { *trues as f64 / *total as f64 },
+                "passes": trues,
+                "fails": total - trues,
+            }),
+            Agg::Trend(t) => {
+                let mut o = Map::new();
+                for s in &self.options.trend_stats {
+                    o.insert(s.clone(), Value::from(Self::trend_value(t, s)));
+                }
+                Value::Object(o)
+            }
+        }
+    }
+
+    /// `root_group` as in k6: `groups` and `checks` as arrays (`legacy`: objects keyed by
+    /// name, the `--summary-export` shape).
+    fn group_json(&self, path: &str, name: &str, legacy: bool) -> serde_json::Value {
+        use serde_json::{json, Map, Value};
+        let mut checks = Vec::new();
+        if let Some(cs) = self.checks.get(path) {
+            for (n, (p, f)) in cs {
+                let cpath = format!("{path}::{n}");
+                checks.push((
+                    n.clone(),
+                    json!({"name": n, "path": cpath, "id": md5_hex(cpath.as_bytes()), "passes": p, "fails": f}),
+                ));
+            }
+        }
+        let mut groups = Vec::new();
+        for g in &self.groups {
+            if let Some(rest) = g.strip_prefix(path).and_then(|r| r.strip_prefix("::")) {
+                if !rest.contains("::") && !g.is_empty() {
+                    groups.push((rest.to_string(), self.group_json(g, rest, legacy)));
+                }
+            }
+        }
+        let (groups, checks) = if legacy {
+            (
+                Value::Object(groups.into_iter().collect::<Map<_, _>>()),
+                Value::Object(checks.into_iter().collect::<Map<_, _>>()),
+            )
+        } else {
+            (
+                Value::Array(groups.into_iter().map(|x| x.1).collect()),
+                Value::Array(checks.into_iter().map(|x| x.1).collect()),
+            )
+        };
+        json!({"name": name, "path": path, "id": md5_hex(path.as_bytes()), "groups": groups, "checks": checks})
+    }
+
+    /// `handleSummary(data)`'s argument, in k6's shape.
+    pub fn data(&self, stdout_tty: bool, stderr_tty: bool) -> serde_json::Value {
+        use serde_json::{json, Map, Value};
+        let mut metrics = Map::new();
+        for (k, m) in &self.metrics {
+            let (kind, contains) = (kind_name(m.agg.kind()), contains(m.unit));
+            let mut o = json!({"type": kind, "contains": contains, "values": self.values(m)});
+            if !m.thresholds.is_empty() {
+                let th: Map<String, Value> = m
+                    .thresholds
+                    .iter()
+                    .map(|(e, ok)| (e.clone(), json!({ "ok": ok })))
+                    .collect();
+                o["thresholds"] = Value::Object(th);
+            }
+            metrics.insert(k.clone(), o);
+        }
+        json!({
+            "root_group": self.group_json("", "", false),
+            "metrics": metrics,
+            "options": {
+                "summaryTrendStats": self.options.trend_stats,
+                "summaryTimeUnit": self.options.time_unit,
+                "noColor": false,
+            },
+            "state": {
+                "isStdOutTTY": stdout_tty,
+                "isStdErrTTY": stderr_tty,
+                "testRunDurationMs": self.duration_s * 1000.0,
+            },
+        })
+    }
+
+    /// k6's `--summary-export` shape (the legacy JSON: `root_group` and `metrics`; rates as
+    /// `passes/fails/value`, thresholds as `{expression: failed}`).
     pub fn export(&self) -> serde_json::Value {
         use serde_json::{json, Map, Value};
         let mut metrics = Map::new();
         for (name, m) in &self.metrics {
-            let v = match &m.agg {
-                Agg::Counter { sum, .. } => {
-                    json!({"count": sum, "rate": sum / self.duration_s.max(1e-9)})
-                }
-                Agg::Gauge { last, min, max, .. } => json!({"value": last, "min": min, "max": max}),
+            let mut v = match &m.agg {
                 Agg::Rate { trues, total } => json!({
                     "passes": trues,
                     "fails": total - trues,
                     "value": if *total == 0 { 0.0 } else { *trues as f64 / *total as f64 },
                 }),
-                Agg::Trend(t) => json!({
-                    "avg": t.mean(), "min": zero(t.min, t.count), "med": t.percentile(50.0),
-                    "max": zero(t.max, t.count), "p(90)": t.percentile(90.0),
-                    "p(95)": t.percentile(95.0),
-                }),
+                _ => self.values(m),
             };
+            if !m.thresholds.is_empty() {
+                let th: Map<String, Value> = m
+                    .thresholds
+                    .iter()
+                    .map(|(e, ok)| (e.clone(), Value::Bool(!ok)))
+                    .collect();
+                v["thresholds"] = Value::Object(th);
+            }
             metrics.insert(name.clone(), v);
         }
-        fn group(s: &Summary, path: &str, name: &str) -> Value {
-            let mut checks = Map::new();
-            if let Some(cs) = s.checks.get(path) {
-                for (n, (p, f)) in cs {
-                    checks.insert(
-                        n.clone(),
-                        json!({"name": n, "path": format!("{path}::{n}"), "passes": p, "fails": f}),
-                    );
-                }
-            }
-            let mut groups = Map::new();
-            for g in &s.groups {
-                if let Some(rest) = g.strip_prefix(path).and_then(|r| r.strip_prefix("::")) {
-                    if !rest.contains("::") && !g.is_empty() {
-                        groups.insert(rest.to_string(), group(s, g, rest));
-                    }
-                }
-            }
-            json!({"name": name, "path": path, "groups": groups, "checks": checks})
-        }
-        json!({"root_group": group(self, "", ""), "metrics": metrics})
+        json!({"root_group": self.group_json("", "", true), "metrics": metrics})
     }
 }
 
-fn zero(v: f64, n: u64) -> f64 {
-    if n == 0 {
+fn contains(u: Unit) -> &'static str {
+    match u {
+        Unit::Time => "time",
+        Unit::Data => "data",
+        Unit::Default => "default",
+    }
+}
+
+/// k6's percentage: truncated (not rounded) to two decimals.
+fn pct(p: u64, total: u64) -> String {
+    let r = if total == 0 {
         0.0
     } else {
-        v
+        p as f64 / total as f64
+    };
+    format!("{:.2}%", (r * 100.0 * 100.0).trunc() / 100.0)
+}
+
+fn humanize(v: f64, unit: Unit, time_unit: &str) -> String {
+    match unit {
+        Unit::Data => bytes(v),
+        Unit::Time => match time_unit {
+            "s" => format!("{:.2}s", v / 1000.0),
+            "ms" => format!("{v:.2}ms"),
+            "us" => format!("{:.2}µs", v * 1000.0),
+            _ => dur(v),
+        },
+        Unit::Default => num(v),
     }
 }
 
-fn pct(p: u64, total: u64) -> f64 {
-    if total == 0 {
-        0.0
+/// `val.toFixed(prec)` after truncating, without trailing zeros (k6's helper).
+fn trunc_fixed(v: f64, prec: i32) -> String {
+    let m = 10f64.powi(prec);
+    let t = (v * m + 1e-9 * v.signum()).trunc() / m;
+    let s = format!("{t:.*}", prec as usize);
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
-        p as f64 * 100.0 / total as f64
+        s
     }
 }
 
-fn trend_line(t: &TrendAgg, time: bool) -> String {
-    let f = |v: f64| if time { dur(v) } else { num(v) };
-    let (min, max) = (zero(t.min, t.count), zero(t.max, t.count));
-    let parts = [
-        ("avg", f(t.mean())),
-        ("min", f(min)),
-        ("med", f(t.percentile(50.0))),
-        ("max", f(max)),
-        ("p(90)", f(t.percentile(90.0))),
-        ("p(95)", f(t.percentile(95.0))),
-    ];
-    parts
-        .iter()
-        .map(|(k, v)| format!("{:<15}", format!("{k}={v}")))
-        .collect::<Vec<_>>()
-        .join("")
-        .trim_end()
-        .to_string()
-}
-
-/// Milliseconds as k6 shows durations: µs, ms, s, then m/h.
+/// Milliseconds as k6 shows durations: ns, µs, ms, s, then m/h.
 fn dur(ms: f64) -> String {
     if ms <= 0.0 {
         return "0s".into();
     }
-    let trim = |v: f64| {
-        let s = format!("{v:.2}");
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    };
-    if ms < 1.0 {
-        format!("{}µs", trim(ms * 1000.0))
-    } else if ms < 1000.0 {
-        format!("{}ms", trim(ms))
-    } else if ms < 60_000.0 {
-        format!("{}s", trim(ms / 1000.0))
-    } else {
-        let s = ms / 1000.0;
-        format!("{}m{}s", (s / 60.0).floor(), trim(s % 60.0))
+    if ms < 0.001 {
+        return format!("{}ns", (ms * 1e6).trunc());
     }
+    if ms < 1.0 {
+        return format!("{}µs", trunc_fixed(ms * 1000.0, 2));
+    }
+    if ms < 1000.0 {
+        return format!("{}ms", trunc_fixed(ms, 2));
+    }
+    let mut out = format!(
+        "{}s",
+        trunc_fixed((ms % 60_000.0) / 1000.0, if ms > 60_000.0 { 0 } else { 2 })
+    );
+    let mut rem = (ms / 60_000.0).trunc() as u64;
+    if rem < 1 {
+        return out;
+    }
+    out = format!("{}m{out}", rem % 60);
+    rem /= 60;
+    if rem < 1 {
+        return out;
+    }
+    format!("{rem}h{out}")
 }
 
+/// `toFixed(6)` without trailing zeros.
 fn num(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{}", v as i64)
@@ -258,39 +600,78 @@ fn num(v: f64) -> String {
     }
 }
 
-/// Six significant digits, as k6 prints rates.
-fn sig(v: f64) -> String {
-    if v == 0.0 {
-        return "0".into();
-    }
-    let digits = (5 - v.abs().log10().floor() as i32).clamp(0, 9) as usize;
-    format!("{v:.digits$}")
-}
-
-/// Bytes in k6's SI units.
+/// Bytes in k6's SI units (`humanizeBytes`).
 fn bytes(v: f64) -> String {
-    let units = ["B", "kB", "MB", "GB", "TB"];
-    let mut v = v;
-    let mut i = 0;
-    while v >= 1000.0 && i + 1 < units.len() {
-        v /= 1000.0;
-        i += 1;
+    let units = ["B", "kB", "MB", "GB", "TB", "PB"];
+    if v < 10.0 {
+        return format!("{} B", num(v));
     }
-    if i == 0 {
-        format!("{} {}", v.round(), units[0])
+    let e = ((v.ln() / 1000f64.ln()).floor() as usize).min(units.len() - 1);
+    let val = ((v / 1000f64.powi(e as i32)) * 10.0 + 0.5).floor() / 10.0;
+    if val < 10.0 {
+        format!("{val:.1} {}", units[e])
     } else {
-        format!("{v:.1} {}", units[i])
+        format!("{val:.0} {}", units[e])
     }
 }
 
-#[allow(dead_code)]
-fn kind_name(k: MetricKind) -> &'static str {
+pub(crate) fn kind_name(k: MetricKind) -> &'static str {
     match k {
         MetricKind::Counter => "counter",
         MetricKind::Gauge => "gauge",
         MetricKind::Rate => "rate",
         MetricKind::Trend => "trend",
     }
+}
+
+/// MD5 as lowercase hex: k6 names groups and checks by the MD5 of their path.
+pub(crate) fn md5_hex(input: &[u8]) -> String {
+    const S: [u32; 64] = [
+        7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 5, 9, 14, 20, 5, 9, 14, 20, 5,
+        9, 14, 20, 5, 9, 14, 20, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 6, 10,
+        15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21,
+    ];
+    let k: Vec<u32> = (0..64)
+        .map(|i| ((i as f64 + 1.0).sin().abs() * 4_294_967_296.0) as u32)
+        .collect();
+    let mut msg = input.to_vec();
+    let bit_len = (input.len() as u64).wrapping_mul(8);
+    msg.push(0x80);
+    while msg.len() % 64 != 56 {
+        msg.push(0);
+    }
+    msg.extend_from_slice(&bit_len.to_le_bytes());
+    let (mut a0, mut b0, mut c0, mut d0) =
+        (0x67452301u32, 0xefcdab89u32, 0x98badcfeu32, 0x10325476u32);
+    for chunk in msg.chunks(64) {
+        let m: Vec<u32> = chunk
+            .chunks(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect();
+        let (mut a, mut b, mut c, mut d) = (a0, b0, c0, d0);
+        for i in 0..64 {
+            let (f, g) = match i / 16 {
+                0 => ((b & c) | (!b & d), i),
+                1 => ((d & b) | (!d & c), (5 * i + 1) % 16),
+                2 => (b ^ c ^ d, (3 * i + 5) % 16),
+                _ => (c ^ (b | !d), (7 * i) % 16),
+            };
+            let f2 = f.wrapping_add(a).wrapping_add(k[i]).wrapping_add(m[g]);
+            a = d;
+            d = c;
+            c = b;
+            b = b.wrapping_add(f2.rotate_left(S[i]));
+        }
+        a0 = a0.wrapping_add(a);
+        b0 = b0.wrapping_add(b);
+        c0 = c0.wrapping_add(c);
+        d0 = d0.wrapping_add(d);
+    }
+    [a0, b0, c0, d0]
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[cfg(test)]
@@ -300,11 +681,31 @@ mod tests {
     #[test]
     fn units_format_like_k6() {
         assert_eq!(dur(0.5123), "512.3µs");
-        assert_eq!(dur(12.345), "12.35ms");
+        assert_eq!(dur(12.345), "12.34ms");
         assert_eq!(dur(1500.0), "1.5s");
+        assert_eq!(dur(61_500.0), "1m1s");
         assert_eq!(bytes(2300.0), "2.3 kB");
+        assert_eq!(bytes(23_000.0), "23 kB");
         assert_eq!(bytes(230.0), "230 B");
-        assert_eq!(sig(1.99262), "1.99262");
+        assert_eq!(bytes(5.0), "5 B");
         assert_eq!(num(3.0), "3");
+        assert_eq!(num(1.9926214), "1.992621");
+        assert_eq!(pct(2, 3), "66.66%");
+        assert_eq!(humanize(1.5, Unit::Time, "s"), "0.00s");
+        assert_eq!(humanize(1.5, Unit::Time, "us"), "1500.00µs");
+    }
+
+    #[test]
+    fn md5_matches_k6_ids() {
+        // k6's root group id is md5("").
+        assert_eq!(md5_hex(b""), "d41d8cd98f00b204e9800998ecf8427e");
+        assert_eq!(md5_hex(b"abc"), "900150983cd24fb0d6963f7d28e17f72");
+    }
+
+    #[test]
+    fn trend_stats_are_validated() {
+        assert!(valid_trend_stat("p(99.9)"));
+        assert!(valid_trend_stat("count"));
+        assert!(!valid_trend_stat("p99"));
     }
 }

@@ -53,6 +53,10 @@ pub struct ScriptShared {
     pub(crate) errors_logged: AtomicU64,
     /// Run-level tags (k6 `scenario`).
     pub(crate) scenario: String,
+    /// Settings from options (tags, HTTP options, timeouts, `--out json`), set before VUs start.
+    pub(crate) settings: OnceLock<crate::options::RunSettings>,
+    /// State of k6/execution, k6/data, CommonJS (`crate::modules`).
+    pub(crate) ext: crate::modules::SharedExt,
 }
 
 impl ScriptShared {
@@ -69,7 +73,17 @@ impl ScriptShared {
             started: Instant::now(),
             errors_logged: AtomicU64::new(0),
             scenario: "default".into(),
+            settings: OnceLock::new(),
+            ext: Default::default(),
         }
+    }
+
+    /// The run's settings (defaults until `volley_js::run` sets them).
+    pub(crate) fn settings(&self) -> &crate::options::RunSettings {
+        static DEFAULT: OnceLock<crate::options::RunSettings> = OnceLock::new();
+        self.settings
+            .get()
+            .unwrap_or_else(|| DEFAULT.get_or_init(Default::default))
     }
 
     pub(crate) fn log(&self, level: &str, msg: &str) {
@@ -127,6 +141,8 @@ pub(crate) struct VuState {
     /// Custom metrics declared by this VU: (name, kind, unit).
     metrics: RefCell<Vec<(String, MetricKind, Unit)>>,
     pub(crate) http: RefCell<crate::http::VuHttp>,
+    /// VU tags, cookie jars, response callback, abort (`crate::modules`).
+    pub(crate) ext: crate::modules::VuExt,
 }
 
 impl VuState {
@@ -153,6 +169,7 @@ impl VuState {
             group_starts: RefCell::new(Vec::new()),
             metrics: RefCell::new(Vec::new()),
             http: RefCell::new(crate::http::VuHttp::default()),
+            ext: Default::default(),
         }
     }
 
@@ -178,9 +195,14 @@ impl VuState {
 
     /// Tags every sample of this VU carries (k6 system tags `scenario`, `group`).
     pub(crate) fn base_tags(&self) -> TagSet {
-        let mut t = TagSet::new();
+        let settings = self.shared.settings();
+        let mut t = settings.tags.clone();
         t.insert("scenario".into(), self.shared.scenario.clone());
         t.insert("group".into(), self.group.borrow().clone());
+        for (k, v) in self.ext.tags.borrow().iter() {
+            t.insert(k.clone(), v.clone());
+        }
+        settings.filter_system_tags(&mut t);
         t
     }
 }
@@ -412,6 +434,7 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
         )?;
     }
     crate::http::install(ctx, &v, st)?;
+    crate::modules::install(ctx, &v, st)?;
     g.set("__volley", v)?;
 
     {
@@ -514,13 +537,26 @@ impl VuBody for JsVu {
     async fn run(&mut self, phase: Phase) -> Outcome {
         let cancellable = matches!(phase, Phase::Iteration { .. });
         self.state.cancellable.set(cancellable);
+        // k6 setupTimeout / teardownTimeout: a wait past the deadline is cancelled.
+        let limit = match phase {
+            Phase::Setup => Some(("setup", self.state.shared.settings().setup_timeout)),
+            Phase::Teardown => Some(("teardown", self.state.shared.settings().teardown_timeout)),
+            Phase::Iteration { .. } => None,
+        };
+        let deadline = limit.map(|(_, d)| tokio::time::Instant::now() + d);
+        let mut timed_out = false;
         let mut input = Resume::Cmd(Cmd::Run(phase));
         loop {
             let Some(co) = self.co.as_mut() else {
                 return Outcome::Abort("the VU has ended".into());
             };
             match co.resume(input) {
-                CoroutineResult::Yield(Yield::Done(o)) => return o,
+                CoroutineResult::Yield(Yield::Done(o)) => {
+                    if let (true, Some((name, d))) = (timed_out, limit) {
+                        return Outcome::Abort(crate::timeout_message(name, d));
+                    }
+                    return o;
+                }
                 CoroutineResult::Return(()) => {
                     self.co = None;
                     return Outcome::Abort("the VU ended unexpectedly".into());
@@ -540,6 +576,16 @@ impl VuBody for JsVu {
                                 _ = stop => Resume::Cancelled,
                             }
                         }
+                    } else if let Some(deadline) = deadline.filter(|_| !timed_out) {
+                        tokio::select! {
+                            v = fut => Resume::Value(v),
+                            _ = tokio::time::sleep_until(deadline) => {
+                                timed_out = true;
+                                Resume::Cancelled
+                            }
+                        }
+                    } else if timed_out {
+                        Resume::Cancelled
                     } else {
                         Resume::Value(fut.await)
                     };
@@ -655,7 +701,10 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
                     let r: rquickjs::Result<Value<'js>> = f.call(());
                     script::drain_jobs(ctx);
                     match r {
-                        Err(e) => Outcome::Abort(script::describe(ctx, e)),
+                        Err(e) => {
+                            let msg = script::describe(ctx, e);
+                            Outcome::Abort(crate::modules::take_abort(st).unwrap_or(msg))
+                        }
                         Ok(v) => {
                             let json = ctx
                                 .json_stringify(v)
@@ -680,15 +729,23 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
                     }
                 }
             },
-            Cmd::Run(Phase::Iteration { .. }) => match &default {
+            Cmd::Run(Phase::Iteration { scenario_iter }) => match &default {
                 None => Outcome::Abort("the script has no exported default function".into()),
                 Some(f) => {
+                    crate::http::new_iteration(st);
+                    crate::modules::begin_iteration(st, scenario_iter);
                     let _ = ctx.globals().set("__ITER", iter);
                     iter += 1;
                     let d = setup_data(ctx, st, &mut data);
                     let r: rquickjs::Result<Value<'js>> = f.call((d,));
                     script::drain_jobs(ctx);
-                    if st.interrupted.get() {
+                    if let Some(msg) = crate::modules::end_iteration(st) {
+                        // exec.test.abort(): stop the whole test (k6 exit code 108).
+                        if r.is_err() {
+                            let _ = ctx.catch();
+                        }
+                        Outcome::Abort(msg)
+                    } else if st.interrupted.get() {
                         // Clear any pending exception and report the interruption.
                         if r.is_err() {
                             let _ = ctx.catch();
@@ -749,6 +806,12 @@ impl VuFactory for JsFactory {
     type Body = JsVu;
 
     fn create(&self, env: &WorkerEnv, id: u64) -> Result<JsVu, String> {
+        if let Some(out) = &self.shared.settings().json_out {
+            let mut rec = env.recorder.borrow_mut();
+            if !rec.has_sink() {
+                rec.set_sink(out.sink());
+            }
+        }
         JsVu::new(id, self.shared.clone(), env).map_err(|e| e.0)
     }
 }

@@ -255,6 +255,7 @@ fn cli_options_override_the_script() {
         vus: Some(3),
         duration: None,
         iterations: Some(7),
+        ..Default::default()
     };
     let out = run_with("duration.js", &t, &[], cli).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(counter(&out.result, "iterations", &[]), 7.0);

@@ -26,8 +26,8 @@ pub mod time;
 
 pub use agg::{Agg, MetricKind, Unit};
 pub use aggregate::Aggregator;
-pub use recorder::{Handle, MetricDesc, Recorder, Snapshot};
-pub use result::{MergeError, MetricTotal, RunMeta, RunResult, TotalValue};
+pub use recorder::{Handle, MetricDesc, Recorder, SampleSink, Snapshot};
+pub use result::{MergeError, MetricTotal, RunMeta, RunResult, ThresholdResult, TotalValue};
 pub use series::{Point, Series, SeriesValue};
 
 use std::collections::BTreeMap;

@@ -25,11 +25,21 @@ pub struct Snapshot {
     pub entries: Vec<(Arc<MetricDesc>, Agg)>,
 }
 
+/// Receives every sample as it is recorded: only for raw outputs the user asked for
+/// (`--out json`). Without one, recording costs a single untaken branch more.
+pub trait SampleSink {
+    /// `series` is the handle's index; values are in the metric's unit (ms for time trends).
+    fn sample(&mut self, series: u32, desc: &MetricDesc, value: f64);
+    /// Called with every snapshot (once per interval) and should write out what is buffered.
+    fn flush(&mut self);
+}
+
 #[derive(Default)]
 pub struct Recorder {
     descs: Vec<Arc<MetricDesc>>,
     index: HashMap<MetricKey, Handle>,
     current: Vec<Agg>,
+    sink: Option<Box<dyn SampleSink>>,
 }
 
 impl Recorder {
@@ -58,14 +68,32 @@ impl Recorder {
         &self.descs[h.0 as usize]
     }
 
+    /// Also hand every sample to `sink` from now on.
+    pub fn set_sink(&mut self, sink: Box<dyn SampleSink>) {
+        self.sink = Some(sink);
+    }
+
+    pub fn has_sink(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    #[inline]
+    fn emit(&mut self, h: Handle, v: f64) {
+        if let Some(s) = self.sink.as_mut() {
+            s.sample(h.0, &self.descs[h.0 as usize], v);
+        }
+    }
+
     /// Record one sample of the series' kind (rates: non-zero is true).
     #[inline]
     pub fn add(&mut self, h: Handle, v: f64) {
         self.current[h.0 as usize].add(v);
+        self.emit(h, v);
     }
 
     #[inline]
     pub fn rate(&mut self, h: Handle, b: bool) {
+        self.emit(h, b as u8 as f64);
         if let Agg::Rate { trues, total } = &mut self.current[h.0 as usize] {
             *trues += b as u64;
             *total += 1;
@@ -75,6 +103,7 @@ impl Recorder {
     /// Record a duration in microseconds into a time trend.
     #[inline]
     pub fn trend_us(&mut self, h: Handle, us: u64) {
+        self.emit(h, us as f64 / crate::hist::SCALE);
         if let Agg::Trend(t) = &mut self.current[h.0 as usize] {
             t.record_us(us);
         }
@@ -83,6 +112,9 @@ impl Recorder {
     /// Hand over everything recorded since the last snapshot and start a new interval.
     /// Series with no samples are left out, so idle series cost nothing downstream.
     pub fn snapshot(&mut self) -> Snapshot {
+        if let Some(s) = self.sink.as_mut() {
+            s.flush();
+        }
         let mut entries = Vec::new();
         for (i, agg) in self.current.iter_mut().enumerate() {
             if agg.samples() == 0 {

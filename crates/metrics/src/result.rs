@@ -23,6 +23,23 @@ pub struct RunResult {
     pub options: serde_json::Value,
     pub metrics: Vec<MetricTotal>,
     pub series: Series,
+    /// Script mode: every threshold with its verdict and observed value, in option order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<ThresholdResult>,
+}
+
+/// One evaluated threshold (`metric` may name a sub-metric: `http_req_duration{name:a}`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ThresholdResult {
+    pub metric: String,
+    /// As written, e.g. `p(95)<200`.
+    pub expression: String,
+    pub ok: bool,
+    /// The aggregated value the expression was checked against.
+    pub observed: Option<f64>,
+    /// Set when a crossed threshold with `abortOnFail` stopped the test.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub aborted: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, Default)]
@@ -226,6 +243,7 @@ impl RunResult {
             options,
             metrics,
             series,
+            thresholds: Vec::new(),
         }
     }
 

@@ -31,4 +31,16 @@ export function fail(msg) {
   throw new Error(msg === undefined ? "" : String(msg));
 }
 
-export default { check, group, sleep, fail };
+// k6's randomSeed: make Math.random repeatable (mulberry32 over the seed).
+export function randomSeed(seed) {
+  let a = Number(seed) >>> 0;
+  Math.random = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export default { check, group, sleep, fail, randomSeed };

@@ -1,5 +1,7 @@
 // The `k6/http` module. Requests are made natively; this file shapes arguments and results.
 const V = globalThis.__volley;
+import * as X from "volley/http-ext";
+export { file, url, cookieJar, CookieJar, expectedStatuses, setResponseCallback } from "volley/http-ext";
 
 function encodeForm(obj) {
   return Object.keys(obj)
@@ -20,37 +22,99 @@ function flat(obj) {
 
 export class Response {
   json(selector) {
-    if (selector !== undefined) {
-      throw new Error("Response.json(selector) is not supported by volley yet: use json()." + selector);
-    }
     if (this.body === null || this.body === undefined) {
       throw new Error("the response has no body (responseType 'none'?)");
     }
-    return JSON.parse(this.body);
+    const body = typeof this.body === "string" ? this.body : V.b64dec(V.b64enc(this.body), "std", true);
+    const v = JSON.parse(body);
+    return selector === undefined ? v : X.select(v, String(selector));
+  }
+  get status_text() {
+    return X.statusText(this.status);
   }
 }
 
-export function request(method, url, body, params) {
-  const p = params === null || params === undefined ? {} : params;
-  const headers = flat(p.headers);
-  if (body !== null && body !== undefined && typeof body === "object") {
-    body = encodeForm(body);
-    let hasType = false;
-    for (let i = 0; i < headers.length; i += 2) {
-      if (headers[i].toLowerCase() === "content-type") hasType = true;
-    }
-    if (!hasType) headers.push("Content-Type", "application/x-www-form-urlencoded");
+const EMPTY = [];
+
+function hasHeader(headers, name) {
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i].toLowerCase() === name) return true;
   }
-  const r = V.request(
-    String(method).toUpperCase(),
-    String(url),
-    body === null || body === undefined ? null : String(body),
-    headers,
-    flat(p.tags),
-    p
-  );
-  Object.setPrototypeOf(r, Response.prototype);
-  return r;
+  return false;
+}
+
+// The native request's arguments: [METHOD, url, body (string | ArrayBuffer | null), flat
+// headers, params]. Handles http.url templates, user:pass@ in URLs, http.file/multipart.
+function args(method, url, body, params) {
+  let p = params === null || params === undefined ? null : params;
+  if (typeof url !== "string") {
+    if (url instanceof X.URLTemplate) {
+      p = Object.assign({}, p, { tags: Object.assign({ name: url.name }, p === null ? null : p.tags) });
+      url = url.url;
+    } else url = String(url);
+  }
+  let headers = p === null ? EMPTY : flat(p.headers);
+  if (url.indexOf("@") >= 0) {
+    const auth = X.splitUserinfo(url);
+    if (auth !== null) {
+      if (p !== null && p.auth !== undefined && p.auth !== "basic") {
+        throw new Error(`params.auth '${p.auth}' is not supported by volley yet (only "basic")`);
+      }
+      url = auth[0];
+      if (!hasHeader(headers, "authorization")) headers = headers.concat(["Authorization", auth[1]]);
+    }
+  }
+  if (body !== null && body !== undefined && typeof body !== "string") {
+    const shaped = X.shapeBody(body);
+    if (shaped === null) {
+      body = encodeForm(body);
+      if (!hasHeader(headers, "content-type"))
+        headers = headers.concat(["Content-Type", "application/x-www-form-urlencoded"]);
+    } else {
+      body = shaped.body;
+      if (shaped.contentType !== undefined && !hasHeader(headers, "content-type"))
+        headers = headers.concat(["Content-Type", shaped.contentType]);
+    }
+  }
+  return [String(method).toUpperCase(), url, body === undefined ? null : body, headers, p];
+}
+
+export function request(method, url, body, params) {
+  if (typeof url === "string" && (body === null || body === undefined || typeof body === "string")) {
+    // The common case, kept cheap.
+    const p = params === null || params === undefined ? null : params;
+    if (url.indexOf("@") < 0) {
+      return V.request(
+        String(method).toUpperCase(),
+        url,
+        body === undefined ? null : body,
+        p === null ? EMPTY : flat(p.headers),
+        p,
+        Response.prototype
+      );
+    }
+  }
+  const a = args(method, url, body, params);
+  return V.request(a[0], a[1], a[2], a[3], a[4], Response.prototype);
+}
+
+// k6's batch: an array or object of requests, each a URL string, an array
+// [method, url, body, params] or an object {method, url, body, params}. All are sent at once.
+export function batch(requests) {
+  const keys = Array.isArray(requests) ? null : Object.keys(requests);
+  const list = keys === null ? requests : keys.map((k) => requests[k]);
+  const calls = list.map((r) => {
+    if (typeof r === "string" || r instanceof X.URLTemplate) return args("GET", r, null, null);
+    if (Array.isArray(r)) return args(r[0], r[1], r[2] === undefined ? null : r[2], r[3]);
+    if (r !== null && typeof r === "object")
+      return args(r.method === undefined ? "GET" : r.method, r.url, r.body === undefined ? null : r.body, r.params);
+    throw new TypeError("http.batch: each request must be a URL, an array or an object");
+  });
+  const out = V.batch(calls, Response.prototype);
+  if (keys === null) return out;
+  const obj = {};
+  keys.forEach((k, i) => (obj[k] = out[i]));
+  return obj;
 }
 
 export function get(url, params) {
@@ -75,4 +139,21 @@ export function options(url, body, params) {
   return request("OPTIONS", url, body, params);
 }
 
-export default { request, get, head, post, put, patch, del, options, Response };
+export default {
+  request,
+  get,
+  head,
+  post,
+  put,
+  patch,
+  del,
+  options,
+  batch,
+  Response,
+  file: X.file,
+  url: X.url,
+  cookieJar: X.cookieJar,
+  CookieJar: X.CookieJar,
+  expectedStatuses: X.expectedStatuses,
+  setResponseCallback: X.setResponseCallback,
+};

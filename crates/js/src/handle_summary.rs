@@ -1,0 +1,126 @@
+//! `handleSummary(data)`: as k6, called once after the test on a fresh VU (init code runs
+//! again), with k6's data object ([`crate::Summary::data`]). Its return value maps outputs to
+//! contents: `stdout`, `stderr`, or a file path (relative to the current directory).
+
+use crate::script::{self, BytecodeLoader, ModResolver};
+use crate::vu::{install_globals, ScriptShared, VuState};
+use rquickjs::{Context, Function, Module, Object, Runtime, Value};
+use std::sync::Arc;
+
+/// What `handleSummary` asked for: (output key, contents), in the object's order.
+pub type Outputs = Vec<(String, Vec<u8>)>;
+
+/// Run the script's `handleSummary` with `data`. `Ok(None)`: the script has none.
+pub(crate) fn call(
+    shared: &Arc<ScriptShared>,
+    data: &serde_json::Value,
+) -> Result<Option<Outputs>, String> {
+    let rt = Runtime::new().map_err(|e| format!("cannot start QuickJS: {e}"))?;
+    rt.set_max_stack_size(crate::vu::JS_STACK);
+    rt.set_loader(
+        ModResolver,
+        BytecodeLoader {
+            shared: shared.clone(),
+        },
+    );
+    let ctx = Context::full(&rt).map_err(|e| format!("cannot start QuickJS: {e}"))?;
+    let state = VuState::new_init(shared.clone());
+    let out = ctx.with(|ctx| -> Result<Option<Outputs>, String> {
+        install_globals(&ctx, &state).map_err(|e| script::describe(&ctx, e))?;
+        let main = &shared.main;
+        let bc = shared
+            .bytecode
+            .get()
+            .and_then(|m| m.get(main))
+            .ok_or_else(|| format!("{main} was not compiled"))?;
+        // SAFETY: bytecode written by JS_WriteObject in this process.
+        let m = unsafe { Module::load(ctx.clone(), bc) }.map_err(|e| script::describe(&ctx, e))?;
+        let (m, promise) = m.eval().map_err(|e| script::describe(&ctx, e))?;
+        script::drain_jobs(&ctx);
+        promise
+            .finish::<Value>()
+            .map_err(|e| script::describe(&ctx, e))?;
+        let _ = ctx.globals().remove("__volley");
+        let ns = m.namespace().map_err(|e| script::describe(&ctx, e))?;
+        let Some(f) = ns
+            .get::<_, Option<Function>>("handleSummary")
+            .ok()
+            .flatten()
+        else {
+            return Ok(None);
+        };
+        state.in_init.set(false);
+        let arg = ctx
+            .json_parse(data.to_string())
+            .map_err(|e| script::describe(&ctx, e))?;
+        let r: Value = f.call((arg,)).map_err(|e| script::describe(&ctx, e))?;
+        script::drain_jobs(&ctx);
+        // An async handleSummary returns a promise: take its value.
+        let r = match r.as_promise() {
+            Some(p) => p.finish::<Value>().map_err(|e| script::describe(&ctx, e))?,
+            None => r,
+        };
+        if r.is_undefined() || r.is_null() {
+            return Ok(Some(Vec::new()));
+        }
+        let obj: Object = r
+            .into_object()
+            .ok_or("handleSummary() must return an object mapping outputs to contents")?;
+        let mut outs = Vec::new();
+        for kv in obj.props::<String, Value>() {
+            let (k, v) = kv.map_err(|e| script::describe(&ctx, e))?;
+            let bytes = if let Some(s) = v.as_string() {
+                s.to_string().unwrap_or_default().into_bytes()
+            } else if let Some(ab) = rquickjs::ArrayBuffer::from_value(v.clone()) {
+                // SAFETY: copied at once; no JS runs while the slice is alive.
+                unsafe { ab.as_bytes() }
+                    .map(|b| b.to_vec())
+                    .unwrap_or_default()
+            } else if v.is_object() {
+                ctx.json_stringify(v)
+                    .ok()
+                    .flatten()
+                    .and_then(|s| s.to_string().ok())
+                    .unwrap_or_default()
+                    .into_bytes()
+            } else {
+                v.get::<rquickjs::Coerced<String>>()
+                    .map(|c| c.0)
+                    .unwrap_or_default()
+                    .into_bytes()
+            };
+            outs.push((k, bytes));
+        }
+        Ok(Some(outs))
+    });
+    drop(ctx);
+    drop(rt);
+    out
+}
+
+/// Write `handleSummary`'s outputs: `stdout`, `stderr`, else a file path.
+pub fn write_outputs(outs: &Outputs) -> Result<(), String> {
+    use std::io::Write;
+    for (k, v) in outs {
+        match k.as_str() {
+            "stdout" => {
+                let mut o = std::io::stdout().lock();
+                let _ = o.write_all(v).and_then(|_| o.flush());
+            }
+            "stderr" => {
+                let _ = std::io::stderr().lock().write_all(v);
+            }
+            path => {
+                let p = std::path::Path::new(path);
+                if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).map_err(|e| {
+                        format!("handleSummary: cannot create {}: {e}", dir.display())
+                    })?;
+                }
+                std::fs::write(p, v)
+                    .map_err(|e| format!("handleSummary: cannot write {path}: {e}"))?;
+            }
+        }
+    }
+    Ok(())
+}

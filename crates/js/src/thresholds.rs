@@ -1,0 +1,495 @@
+//! k6 thresholds: parsing `options.thresholds`, evaluating them on metric totals (once per
+//! second during the run for `abortOnFail`, and at the end for the verdict).
+//!
+//! Grammar (as k6): `AGG OP NUMBER`, where AGG is `count`, `rate`, `value`, `avg`, `min`,
+//! `max`, `med` or `p(N)` and OP one of `<`, `<=`, `>`, `>=`, `==`, `===`, `!=`. A threshold
+//! is a string or `{threshold, abortOnFail, delayAbortEval}`. The metric key may select a
+//! sub-metric by tags, `http_req_duration{name:verify,method:GET}`: every series whose tags
+//! include all those pairs, merged.
+
+use std::time::Duration;
+use volley_metrics::agg::TrendAgg;
+use volley_metrics::{Agg, MetricKind, TagSet};
+
+/// How a threshold reduces a metric to one number.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stat {
+    Count,
+    Rate,
+    Value,
+    Avg,
+    Min,
+    Max,
+    Med,
+    P(f64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Op {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+/// One parsed threshold.
+#[derive(Clone, Debug)]
+pub struct Threshold {
+    /// The key as written: `http_req_duration{name:verify}`.
+    pub metric: String,
+    /// The metric name without tags.
+    pub name: String,
+    /// Sub-metric tag filter (empty: the whole metric).
+    pub tags: Vec<(String, String)>,
+    /// The expression as written: `p(95)<200`.
+    pub source: String,
+    pub stat: Stat,
+    pub op: Op,
+    pub target: f64,
+    pub abort_on_fail: bool,
+    pub delay_abort_eval: Duration,
+}
+
+/// A metric key split into name and tag filter: `a{b:c, d:"e"}` → (`a`, [(b,c),(d,e)]).
+pub fn parse_metric_key(key: &str) -> Result<(String, Vec<(String, String)>), String> {
+    let key = key.trim();
+    let Some(open) = key.find('{') else {
+        return Ok((key.to_string(), Vec::new()));
+    };
+    let name = key[..open].trim().to_string();
+    let rest = &key[open + 1..];
+    let inner = rest.strip_suffix('}').ok_or_else(|| {
+        format!("'{key}': a sub-metric's tag list must end with '}}', as in name{{tag:value}}")
+    })?;
+    let mut tags = Vec::new();
+    for part in inner.split(',') {
+        if part.trim().is_empty() {
+            continue;
+        }
+        let (k, v) = part.split_once(':').ok_or_else(|| {
+            format!(
+                "'{key}': expected tag:value pairs inside {{}}, got '{}'",
+                part.trim()
+            )
+        })?;
+        let k = k.trim().trim_matches(|c| c == '"' || c == '\'');
+        let v = v.trim().trim_matches(|c| c == '"' || c == '\'');
+        if k.is_empty() {
+            return Err(format!("'{key}': empty tag name in '{}'", part.trim()));
+        }
+        tags.push((k.to_string(), v.to_string()));
+    }
+    if tags.is_empty() {
+        return Err(format!("'{key}': empty tag list (write name{{tag:value}})"));
+    }
+    Ok((name, tags))
+}
+
+const EXPECTED: &str = "expected AGGREGATION OPERATOR NUMBER, e.g. 'p(95)<200', with an \
+     aggregation among count, rate, value, avg, min, max, med, p(N) and an operator among \
+     <, <=, >, >=, ==, !=";
+
+/// Parse `p(95) < 200` into its three parts.
+pub fn parse_expression(src: &str) -> Result<(Stat, Op, f64), String> {
+    let s = src.trim();
+    let ops: [(&str, Op); 7] = [
+        ("===", Op::Eq),
+        ("==", Op::Eq),
+        ("!=", Op::Ne),
+        ("<=", Op::Le),
+        (">=", Op::Ge),
+        ("<", Op::Lt),
+        (">", Op::Gt),
+    ];
+    let (at, op_s, op) = ops
+        .iter()
+        .filter_map(|(t, o)| s.find(t).map(|i| (i, *t, *o)))
+        .min_by_key(|(i, t, _)| (*i, std::cmp::Reverse(t.len())))
+        .ok_or_else(|| format!("'{src}': no operator; {EXPECTED}"))?;
+    let lhs = s[..at].trim();
+    let rhs = s[at + op_s.len()..].trim();
+    let target: f64 = rhs
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite())
+        .ok_or_else(|| format!("'{src}': '{rhs}' is not a number; {EXPECTED}"))?;
+    let stat = match lhs {
+        "count" => Stat::Count,
+        "rate" => Stat::Rate,
+        "value" => Stat::Value,
+        "avg" => Stat::Avg,
+        "min" => Stat::Min,
+        "max" => Stat::Max,
+        "med" => Stat::Med,
+        _ => {
+            let p = lhs
+                .strip_prefix("p(")
+                .and_then(|r| r.strip_suffix(')'))
+                .and_then(|n| n.trim().parse::<f64>().ok())
+                .filter(|p| (0.0..=100.0).contains(p))
+                .ok_or_else(|| {
+                    format!("'{src}': unknown aggregation '{lhs}'; {EXPECTED} (N in 0..100)")
+                })?;
+            Stat::P(p)
+        }
+    };
+    Ok((stat, op, target))
+}
+
+fn stat_allowed(kind: MetricKind, stat: &Stat) -> bool {
+    match kind {
+        MetricKind::Counter => matches!(stat, Stat::Count | Stat::Rate),
+        MetricKind::Gauge => matches!(stat, Stat::Value),
+        MetricKind::Rate => matches!(stat, Stat::Rate),
+        MetricKind::Trend => matches!(
+            stat,
+            Stat::Avg | Stat::Min | Stat::Max | Stat::Med | Stat::P(_)
+        ),
+    }
+}
+
+fn allowed_list(kind: MetricKind) -> &'static str {
+    match kind {
+        MetricKind::Counter => "count, rate",
+        MetricKind::Gauge => "value",
+        MetricKind::Rate => "rate",
+        MetricKind::Trend => "avg, min, max, med, p(N)",
+    }
+}
+
+/// Parse `options.thresholds`. `kind_of` knows every metric the script can record (built-in
+/// and declared in init); thresholds on anything else are an error, as in k6.
+pub fn parse(
+    v: &serde_json::Value,
+    kind_of: impl Fn(&str) -> Option<MetricKind>,
+) -> Result<Vec<Threshold>, String> {
+    let Some(map) = v.as_object() else {
+        return Err(
+            "options.thresholds: expected an object mapping metric names to arrays of \
+             expressions, e.g. {\"http_req_duration\": [\"p(95)<200\"]}"
+                .into(),
+        );
+    };
+    let mut out = Vec::new();
+    for (key, list) in map {
+        let path = format!("options.thresholds[\"{key}\"]");
+        let (name, tags) = parse_metric_key(key).map_err(|e| format!("{path}: {e}"))?;
+        let kind = kind_of(&name).ok_or_else(|| {
+            format!(
+                "{path}: invalid threshold defined on {key}; reason: no metric name \"{name}\" \
+                 found (built-in metrics and metrics declared in the init context only)"
+            )
+        })?;
+        let items: Vec<&serde_json::Value> = match list {
+            serde_json::Value::Array(a) => a.iter().collect(),
+            one @ (serde_json::Value::String(_) | serde_json::Value::Object(_)) => vec![one],
+            _ => {
+                return Err(format!(
+                    "{path}: expected an array of threshold expressions (strings or \
+                     {{threshold, abortOnFail, delayAbortEval}} objects)"
+                ))
+            }
+        };
+        for (i, item) in items.into_iter().enumerate() {
+            let ipath = format!("{path}[{i}]");
+            let (source, abort_on_fail, delay) = match item {
+                serde_json::Value::String(s) => (s.clone(), false, Duration::ZERO),
+                serde_json::Value::Object(o) => {
+                    let src = o.get("threshold").and_then(|t| t.as_str()).ok_or_else(|| {
+                        format!("{ipath}: expected a \"threshold\" string in the object")
+                    })?;
+                    for k in o.keys() {
+                        if !matches!(k.as_str(), "threshold" | "abortOnFail" | "delayAbortEval") {
+                            return Err(format!(
+                                "{ipath}: unknown key '{k}' (expected threshold, abortOnFail, \
+                                 delayAbortEval)"
+                            ));
+                        }
+                    }
+                    let abort = match o.get("abortOnFail") {
+                        None | Some(serde_json::Value::Null) => false,
+                        Some(serde_json::Value::Bool(b)) => *b,
+                        Some(x) => {
+                            return Err(format!(
+                                "{ipath}.abortOnFail: expected true or false, got {x}"
+                            ))
+                        }
+                    };
+                    let delay = match o.get("delayAbortEval") {
+                        None | Some(serde_json::Value::Null) => Duration::ZERO,
+                        Some(serde_json::Value::String(s)) => volley_engine::parse_duration(s)
+                            .map_err(|e| format!("{ipath}.delayAbortEval: {e}"))?,
+                        Some(serde_json::Value::Number(n)) => {
+                            Duration::from_secs_f64(n.as_f64().unwrap_or(0.0).max(0.0) / 1000.0)
+                        }
+                        Some(x) => {
+                            return Err(format!(
+                            "{ipath}.delayAbortEval: expected a duration such as \"10s\", got {x}"
+                        ))
+                        }
+                    };
+                    (src.to_string(), abort, delay)
+                }
+                x => {
+                    return Err(format!(
+                        "{ipath}: expected a string such as \"p(95)<200\" or an object \
+                         {{threshold, abortOnFail, delayAbortEval}}, got {x}"
+                    ))
+                }
+            };
+            let (stat, op, target) =
+                parse_expression(&source).map_err(|e| format!("{ipath}: {e}"))?;
+            if !stat_allowed(kind, &stat) {
+                return Err(format!(
+                    "{ipath}: '{source}': this aggregation does not apply to '{name}', a {} \
+                     metric (use {})",
+                    crate::summary::kind_name(kind),
+                    allowed_list(kind)
+                ));
+            }
+            out.push(Threshold {
+                metric: key.clone(),
+                name: name.clone(),
+                tags: tags.clone(),
+                source: source.trim().to_string(),
+                stat,
+                op,
+                target,
+                abort_on_fail,
+                delay_abort_eval: delay,
+            });
+        }
+    }
+    Ok(out)
+}
+
+impl Threshold {
+    /// Does a series (name + tags) belong to this threshold's (sub-)metric?
+    pub fn matches(&self, name: &str, tags: &TagSet) -> bool {
+        name == self.name
+            && self
+                .tags
+                .iter()
+                .all(|(k, v)| tags.get(k).map(String::as_str) == Some(v.as_str()))
+    }
+
+    /// The observed value and the verdict, from the (sub-)metric's merged aggregate.
+    /// `elapsed_s` is the rate denominator for counters. No samples: zero values (as k6).
+    pub fn check(&self, agg: Option<&Agg>, elapsed_s: f64) -> (bool, f64) {
+        let observed = observe(&self.stat, agg, elapsed_s);
+        let ok = match self.op {
+            Op::Lt => observed < self.target,
+            Op::Le => observed <= self.target,
+            Op::Gt => observed > self.target,
+            Op::Ge => observed >= self.target,
+            Op::Eq => observed == self.target,
+            Op::Ne => observed != self.target,
+        };
+        (ok, observed)
+    }
+}
+
+fn observe(stat: &Stat, agg: Option<&Agg>, elapsed_s: f64) -> f64 {
+    let empty = TrendAgg::new();
+    match (stat, agg) {
+        (Stat::Count, Some(Agg::Counter { sum, .. })) => *sum,
+        (Stat::Rate, Some(Agg::Counter { sum, .. })) if elapsed_s > 0.0 => sum / elapsed_s,
+        (Stat::Rate, Some(Agg::Rate { trues, total })) if *total > 0 => {
+            *trues as f64 / *total as f64
+        }
+        (Stat::Value, Some(Agg::Gauge { last, n, .. })) if *n > 0 => *last,
+        (s, Some(Agg::Trend(t))) => trend_stat(s, t),
+        (s, None) => trend_stat(s, &empty),
+        _ => 0.0,
+    }
+}
+
+fn trend_stat(s: &Stat, t: &TrendAgg) -> f64 {
+    if t.count == 0 {
+        return 0.0;
+    }
+    match s {
+        Stat::Avg => t.mean(),
+        Stat::Min => t.min,
+        Stat::Max => t.max,
+        Stat::Med => t.percentile(50.0),
+        Stat::P(p) => t.percentile(*p),
+        _ => 0.0,
+    }
+}
+
+/// Merge every series that belongs to `th`'s (sub-)metric.
+pub fn merged<'a>(
+    th: &Threshold,
+    series: impl Iterator<Item = (&'a str, &'a TagSet, &'a Agg)>,
+) -> Option<Agg> {
+    let mut out: Option<Agg> = None;
+    for (name, tags, agg) in series {
+        if !th.matches(name, tags) {
+            continue;
+        }
+        match &mut out {
+            Some(o) => o.merge(agg),
+            None => out = Some(agg.clone()),
+        }
+    }
+    out
+}
+
+/// One threshold's verdict.
+#[derive(Clone, Debug)]
+pub struct Verdict {
+    pub ok: bool,
+    pub observed: f64,
+}
+
+/// Evaluate all thresholds on a set of series. `series` is called once per threshold.
+pub fn evaluate<'a, I>(ths: &[Threshold], series: impl Fn() -> I, elapsed_s: f64) -> Vec<Verdict>
+where
+    I: Iterator<Item = (&'a str, &'a TagSet, &'a Agg)>,
+{
+    ths.iter()
+        .map(|th| {
+            let agg = merged(th, series());
+            let (ok, observed) = th.check(agg.as_ref(), elapsed_s);
+            Verdict { ok, observed }
+        })
+        .collect()
+}
+
+/// k6's message for crossed thresholds: `thresholds on metrics 'a, b' have been crossed`.
+pub fn crossed_names(ths: &[Threshold], verdicts: &[Verdict]) -> Vec<String> {
+    let mut names: Vec<String> = ths
+        .iter()
+        .zip(verdicts)
+        .filter(|(_, v)| !v.ok)
+        .map(|(t, _)| t.metric.clone())
+        .collect();
+    names.dedup();
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn kind(n: &str) -> Option<MetricKind> {
+        crate::BUILTIN_METRICS
+            .iter()
+            .find(|(m, _)| *m == n)
+            .map(|(_, k)| *k)
+    }
+
+    #[test]
+    fn expressions_parse_like_k6() {
+        assert_eq!(
+            parse_expression("p(95)<200").unwrap(),
+            (Stat::P(95.0), Op::Lt, 200.0)
+        );
+        assert_eq!(
+            parse_expression(" p(99.9) <= 1.5 ").unwrap(),
+            (Stat::P(99.9), Op::Le, 1.5)
+        );
+        assert_eq!(
+            parse_expression("rate>=0.95").unwrap(),
+            (Stat::Rate, Op::Ge, 0.95)
+        );
+        assert_eq!(
+            parse_expression("count===3").unwrap(),
+            (Stat::Count, Op::Eq, 3.0)
+        );
+        assert_eq!(
+            parse_expression("count != 0").unwrap(),
+            (Stat::Count, Op::Ne, 0.0)
+        );
+        assert!(parse_expression("p95<200")
+            .unwrap_err()
+            .contains("unknown aggregation"));
+        assert!(parse_expression("avg 200")
+            .unwrap_err()
+            .contains("no operator"));
+        assert!(parse_expression("avg<fast")
+            .unwrap_err()
+            .contains("not a number"));
+    }
+
+    #[test]
+    fn metric_keys_select_sub_metrics() {
+        assert_eq!(
+            parse_metric_key("http_reqs").unwrap(),
+            ("http_reqs".into(), vec![])
+        );
+        let (n, t) = parse_metric_key("checks{check:status is 200}").unwrap();
+        assert_eq!((n.as_str(), t[0].1.as_str()), ("checks", "status is 200"));
+        let (_, t) = parse_metric_key("group_duration{group:::login}").unwrap();
+        assert_eq!(t, vec![("group".into(), "::login".into())]);
+        let (_, t) = parse_metric_key("x{a:b, c:\"d\"}").unwrap();
+        assert_eq!(t, vec![("a".into(), "b".into()), ("c".into(), "d".into())]);
+        assert!(parse_metric_key("x{a:b").is_err());
+        assert!(parse_metric_key("x{ab}").is_err());
+    }
+
+    #[test]
+    fn options_are_validated_with_their_path() {
+        let ths = parse(
+            &json!({"http_req_duration{name:a}": ["p(95)<200", {"threshold": "avg<100", "abortOnFail": true, "delayAbortEval": "5s"}],
+                    "checks": ["rate>0.9"]}),
+            kind,
+        )
+        .unwrap();
+        assert_eq!(ths.len(), 3);
+        let a = ths.iter().find(|t| t.source == "avg<100").unwrap();
+        assert!(a.abort_on_fail);
+        assert_eq!(a.delay_abort_eval, Duration::from_secs(5));
+        let e = parse(&json!({"nope": ["count>1"]}), kind).unwrap_err();
+        assert!(e.contains("no metric name \"nope\""), "{e}");
+        let e = parse(&json!({"http_reqs": ["p(95)<1"]}), kind).unwrap_err();
+        assert!(
+            e.contains("options.thresholds[\"http_reqs\"][0]") && e.contains("count, rate"),
+            "{e}"
+        );
+        let e = parse(&json!({"checks": ["rate>>1"]}), kind).unwrap_err();
+        assert!(e.contains("[0]"), "{e}");
+    }
+
+    #[test]
+    fn verdicts_from_merged_series() {
+        let ths = parse(
+            &json!({"checks{check:a}": ["rate==1"], "checks": ["rate>0.9"], "http_reqs": ["count>=3", "rate>100"]}),
+            kind,
+        )
+        .unwrap();
+        let mut t1 = TagSet::new();
+        t1.insert("check".into(), "a".into());
+        let mut t2 = TagSet::new();
+        t2.insert("check".into(), "b".into());
+        let series = [
+            ("checks".to_string(), t1, Agg::Rate { trues: 3, total: 3 }),
+            ("checks".to_string(), t2, Agg::Rate { trues: 0, total: 3 }),
+            (
+                "http_reqs".to_string(),
+                TagSet::new(),
+                Agg::Counter { sum: 3.0, n: 3 },
+            ),
+        ];
+        let v = evaluate(
+            &ths,
+            || series.iter().map(|(n, t, a)| (n.as_str(), t, a)),
+            2.0,
+        );
+        let by = |src: &str, m: &str| {
+            let i = ths
+                .iter()
+                .position(|t| t.source == src && t.metric == m)
+                .unwrap();
+            (v[i].ok, v[i].observed)
+        };
+        assert_eq!(by("rate==1", "checks{check:a}"), (true, 1.0));
+        assert_eq!(by("rate>0.9", "checks"), (false, 0.5));
+        assert_eq!(by("count>=3", "http_reqs"), (true, 3.0));
+        assert_eq!(by("rate>100", "http_reqs"), (false, 1.5));
+    }
+}
