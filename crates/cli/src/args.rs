@@ -195,9 +195,13 @@ pub struct DemoArgs {
     /// Concurrent connections
     #[arg(short = 'c', long, default_value_t = 20)]
     pub connections: usize,
-    /// Also save the demo's result file here
-    #[arg(long, value_name = "FILE")]
-    pub save: Option<PathBuf>,
+    /// Where to write the results, HTML reports and the example script (default: a
+    /// `volley-demo` folder in the system's temporary directory)
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    /// Only the quick blast; skip the k6 script step
+    #[arg(long)]
+    pub quick: bool,
 }
 
 #[derive(Args, Debug)]

@@ -1,13 +1,26 @@
-//! `volley demo`: start the built-in target on a free loopback port and run a short quick
-//! test against it, so a newcomer sees the whole loop with no server of their own.
+//! `volley demo`: the guided tour, with no server of the user's own. It starts the built-in
+//! target on a free loopback port, then (1) blasts one URL in quick mode and (2) runs an
+//! example k6 script with checks, custom metrics and thresholds against it, saving result
+//! files and HTML reports for each step.
 
-use crate::args::DemoArgs;
-use crate::{exit, http_cmd};
+use crate::args::{DemoArgs, RunArgs};
+use crate::{exit, http_cmd, report_cmd, run_cmd};
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use volley_engine::{run_quick, QuickConfig, RunControl};
 use volley_http::{Body, TlsOptions};
 
+/// The example script shipped in `examples/`, embedded so the demo needs no checkout.
+const QUICKSTART: &str = include_str!("../../../examples/quickstart.js");
+
 pub fn run(a: DemoArgs) -> i32 {
+    let dir = a
+        .out_dir
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join("volley-demo"));
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        return exit::fail(&format!("cannot create {}: {e}", dir.display()));
+    }
     let target = match volley_target::spawn(volley_target::TargetConfig {
         listen: "127.0.0.1:0".parse().expect("static address"),
         threads: 1,
@@ -17,10 +30,13 @@ pub fn run(a: DemoArgs) -> i32 {
         Ok(t) => t,
         Err(e) => return exit::fail(&format!("cannot start the built-in target: {e}")),
     };
-    let url = format!("{}/", target.url());
-    outln!("volley demo: built-in target listening on {}", target.url());
+    let base = target.url();
+    outln!("volley demo: built-in target listening on {base}");
+
+    // Step 1: quick mode.
+    let url = format!("{base}/");
     outln!(
-        "volley demo: {} connections for {:.0}s against {url}  (same as: volley http -c {} -z {}s {url})\n",
+        "\n== 1. Quick mode: {} connections for {:.0}s against {url}\n   (same as: volley http -c {} -z {}s {url})\n",
         a.connections,
         a.duration.as_secs_f64(),
         a.connections,
@@ -52,6 +68,7 @@ pub fn run(a: DemoArgs) -> i32 {
     let ctl = RunControl::new();
     crate::signals::install(ctl.clone());
     let live = std::io::stderr().is_terminal();
+    let before = target.stats().requests;
     let result = run_quick(&cfg, &ctl, |p| {
         if live {
             eprint!(
@@ -65,25 +82,88 @@ pub fn run(a: DemoArgs) -> i32 {
     if live {
         eprint!("\r\x1b[2K");
     }
-    let served = target.stats();
-    target.shutdown();
+    let served = target.stats().requests - before;
     let result = match result {
         Ok(r) => r,
         Err(e) => return exit::fail(&e),
     };
-    let code = http_cmd::finish(&result, false, false, a.save.as_deref());
+    let quick_json = dir.join("quick.json");
+    let quick_html = dir.join("quick.html");
+    let mut code = http_cmd::finish(&result, false, false, Some(&quick_json));
+    code = report_cmd::after_run(&result, Some(&quick_html), false, code);
     let counted = result.counter_sum("http_reqs") as u64;
     outln!(
-        "\nThe target counted {} requests; Volley counted {counted}{}.",
-        served.requests,
-        if served.requests == counted {
+        "\nThe target served {served} requests; Volley counted {counted}{}.",
+        if served == counted {
             " (exact match)"
         } else {
             ""
         }
     );
+
+    // Step 2: a k6 script.
+    let mut script_code = exit::OK;
+    let (script, script_json) = (dir.join("quickstart.js"), dir.join("quickstart.json"));
+    if !a.quick && !ctl.is_stopped() {
+        outln!(
+            "\n== 2. A k6 script: login, work, download — checks, custom metrics, thresholds\n   (same as: volley run {} -e BASE_URL={base})\n",
+            script.display()
+        );
+        if let Err(e) = std::fs::write(&script, QUICKSTART) {
+            return exit::fail(&format!("cannot write {}: {e}", script.display()));
+        }
+        script_code = run_cmd::run(RunArgs {
+            script: script.clone(),
+            vus: None,
+            duration: None,
+            iterations: None,
+            env: vec![
+                format!("BASE_URL={base}"),
+                "VUS=10".into(),
+                format!("DURATION={}s", a.duration.as_secs().max(1)),
+            ],
+            no_system_env: true,
+            save: Some(script_json.clone()),
+            summary_export: None,
+            out: Vec::new(),
+            threads: 0,
+            quiet: false,
+        });
+        if script_code == exit::OK {
+            if let Ok(r) = volley_metrics::RunResult::read(&script_json) {
+                script_code = report_cmd::after_run(
+                    &r,
+                    Some(&dir.join("quickstart.html")),
+                    false,
+                    script_code,
+                );
+            }
+        }
+    }
+    target.shutdown();
+
+    outln!("\nResults in {}:", dir.display());
+    let files: Vec<PathBuf> = [
+        "quick.json",
+        "quick.html",
+        "quickstart.js",
+        "quickstart.json",
+        "quickstart.html",
+    ]
+    .iter()
+    .map(|f| dir.join(f))
+    .filter(|p| p.exists())
+    .collect();
+    for f in &files {
+        outln!("  {}", f.display());
+    }
     outln!(
-        "Next: `volley http URL` against your own service; `volley http --help` for every flag."
+        "Next: open the .html reports; `volley compare {} <another run>.json`; `volley http URL` against your own service; `volley run your-script.js`.",
+        quick_json.display()
     );
-    code
+    if code != exit::OK {
+        code
+    } else {
+        script_code
+    }
 }
