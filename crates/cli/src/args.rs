@@ -35,6 +35,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Watch processes, cgroups or Prometheus endpoints: live table, CSV, drift checks
     Monitor(MonitorArgs),
+    /// List the runs stored with --history (test, git revision, labels, key figures)
+    History(HistoryArgs),
 }
 
 #[derive(Args, Debug)]
@@ -154,6 +156,13 @@ pub struct HttpArgs {
     #[arg(long = "threshold", value_name = "METRIC:CHECK")]
     pub thresholds: Vec<String>,
 
+    /// Append this run to a history: an SQLite file or directory (.volley/history.db when
+    /// given without a value) or a postgres:// URL (see docs/history.md)
+    #[arg(long, value_name = "DIR_OR_URL", num_args = 0..=1, default_missing_value = "", conflicts_with = "vs")]
+    pub history: Option<String>,
+    /// Label the stored run, e.g. main or nightly (repeatable; with --history)
+    #[arg(long = "label", value_name = "NAME", requires = "history")]
+    pub labels: Vec<String>,
     /// No progress line and no text summary (errors still go to stderr)
     #[arg(long)]
     pub quiet: bool,
@@ -188,7 +197,11 @@ pub struct SummaryArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct DemoArgs {
+    /// Without a subcommand: the guided tour (built-in target, quick blast, k6 script)
+    #[command(subcommand)]
+    pub action: Option<DemoAction>,
     /// How long the demo load runs
     #[arg(short = 'z', long, default_value = "5s", value_parser = volley_engine::parse_duration)]
     pub duration: std::time::Duration,
@@ -216,10 +229,24 @@ pub struct ReportArgs {
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// The baseline result file
-    pub base: PathBuf,
+    /// The baseline result file (with --baseline: the file to judge)
+    #[arg(required_unless_present = "baseline", value_name = "BASE")]
+    pub base: Option<PathBuf>,
     /// The result file to judge against the baseline
-    pub new: PathBuf,
+    #[arg(value_name = "NEW")]
+    pub new: Option<PathBuf>,
+    /// Compare NEW against a stored run instead of a file: `last` (the newest run of the same
+    /// test) or a label / git revision (the newest run carrying it); see docs/history.md
+    #[arg(long, value_name = "last|LABEL")]
+    pub baseline: Option<String>,
+    /// The history to find --baseline in (file, directory or postgres:// URL)
+    #[arg(
+        long,
+        value_name = "PATH_OR_URL",
+        default_value = ".volley/history.db",
+        requires = "baseline"
+    )]
+    pub db: String,
     /// Print the comparison as JSON
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
@@ -263,12 +290,32 @@ pub struct RunArgs {
     /// Write k6's end-of-test summary export JSON to FILE
     #[arg(long, value_name = "FILE")]
     pub summary_export: Option<PathBuf>,
-    /// Stream every sample to an output: json=FILE (k6's NDJSON)
-    #[arg(short = 'o', long = "out", value_name = "json=FILE")]
+    /// Stream the run to an output (repeatable): json=FILE, csv=FILE, junit=FILE,
+    /// influxdb=http://host:8086/db, prometheus=http://host:9090/api/v1/write (docs/outputs.md)
+    #[arg(short = 'o', long = "out", value_name = "KIND=WHERE")]
     pub out: Vec<String>,
     /// Worker threads (default: one per available core)
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// Watch the target on the run's timeline: pid:N, cmd:NAME, cgroup:/path or
+    /// url:http://host:port/metrics[#name,...]; NAME=SPEC names it (repeatable; docs/monitor.md)
+    #[arg(long = "monitor", value_name = "SPEC")]
+    pub monitor: Vec<String>,
+    /// How often --monitor samples (whole seconds)
+    #[arg(long, default_value = "1s", value_parser = volley_engine::parse_duration)]
+    pub monitor_interval: std::time::Duration,
+    /// Add a threshold, as options.thresholds[METRIC] would: monitor_rss_bytes:slope<5MB/h,
+    /// monitor_rss_bytes{target:api}:max<2GB, http_req_duration:drift(p95)<10%,
+    /// http_req_duration:p(95)<200 (repeatable; exit code 99 when crossed)
+    #[arg(long = "threshold", value_name = "METRIC:EXPR")]
+    pub thresholds: Vec<String>,
+    /// Append this run to a history: an SQLite file or directory (.volley/history.db when
+    /// given without a value) or a postgres:// URL (see docs/history.md)
+    #[arg(long, value_name = "DIR_OR_URL", num_args = 0..=1, default_missing_value = "")]
+    pub history: Option<String>,
+    /// Label the stored run, e.g. main or nightly (repeatable; with --history)
+    #[arg(long = "label", value_name = "NAME", requires = "history")]
+    pub labels: Vec<String>,
     /// No text summary (errors and console output still go to stderr)
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -299,4 +346,65 @@ pub struct MonitorArgs {
     /// No live table and no summary (notes and threshold failures still go to stderr)
     #[arg(short = 'q', long)]
     pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct HistoryArgs {
+    /// The history: an SQLite file or directory, or a postgres:// URL
+    #[arg(long, value_name = "PATH_OR_URL", default_value = ".volley/history.db")]
+    pub db: String,
+    /// Only runs of this test (its URL or script path; a file name matches any directory)
+    #[arg(long, value_name = "NAME")]
+    pub test: Option<String>,
+    /// Only runs carrying this label
+    #[arg(long, value_name = "NAME")]
+    pub label: Option<String>,
+    /// At most this many runs, newest first
+    #[arg(short = 'n', long, default_value_t = 20)]
+    pub limit: u64,
+    /// Print the runs as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `volley demo serve|seed`: the demo service (a small cloud drive on SQLite) and its data.
+#[derive(Subcommand, Debug)]
+pub enum DemoAction {
+    /// Run the demo service (auth, files, search, WebDAV; see docs/demo-service.md)
+    Serve(DemoServeArgs),
+    /// Create the example suites' data set in a running demo service (idempotent)
+    Seed(DemoSeedArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct DemoServeArgs {
+    /// Address to listen on (port 0 picks a free one; the bound address is printed)
+    #[arg(long, default_value = "127.0.0.1:8090")]
+    pub listen: SocketAddr,
+    /// Data directory: SQLite database and file contents (created if missing; default: a
+    /// `volley-demo-service` folder in the system's temporary directory)
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// Server worker threads
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    /// Largest accepted upload in bytes
+    #[arg(long, default_value_t = 1 << 30, value_name = "BYTES")]
+    pub max_upload: u64,
+    /// Largest accepted JSON request body in bytes
+    #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
+    pub max_json: u64,
+}
+
+#[derive(Args, Debug)]
+pub struct DemoSeedArgs {
+    /// The demo service, e.g. http://127.0.0.1:8090
+    #[arg(long, default_value = "http://127.0.0.1:8090")]
+    pub url: String,
+    /// The reduced data set (folders of 100 and 1,000 files; takes a few seconds)
+    #[arg(long)]
+    pub small: bool,
+    /// Print the seed report as JSON
+    #[arg(long)]
+    pub json: bool,
 }

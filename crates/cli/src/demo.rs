@@ -127,6 +127,11 @@ pub fn run(a: DemoArgs) -> i32 {
             summary_export: None,
             out: Vec::new(),
             threads: 0,
+            monitor: Vec::new(),
+            monitor_interval: std::time::Duration::from_secs(1),
+            thresholds: Vec::new(),
+            history: None,
+            labels: Vec::new(),
             quiet: false,
         });
         if script_code == exit::OK {

@@ -15,6 +15,9 @@ pub fn run(a: HttpArgs) -> i32 {
         Ok(c) => c,
         Err(e) => return exit::usage(&e),
     };
+    if let Err(e) = crate::history_cmd::check_labels(&a.labels) {
+        return exit::usage(&e);
+    }
     let (monitor, thresholds) =
         match crate::monitor_cmd::http_setup(&a.monitor, a.monitor_interval, &a.thresholds) {
             Ok(m) => m,
@@ -43,7 +46,14 @@ pub fn run(a: HttpArgs) -> i32 {
     };
     let code = finish(&result, a.json, a.quiet, a.save.as_deref());
     let code = crate::monitor_cmd::apply_thresholds(&result, &thresholds, a.quiet, code);
-    crate::report_cmd::after_run(&result, a.report.as_deref(), a.quiet || a.json, code)
+    let code = crate::report_cmd::after_run(&result, a.report.as_deref(), a.quiet || a.json, code);
+    crate::history_cmd::after_run(
+        &result,
+        a.history.as_deref(),
+        &a.labels,
+        a.quiet || a.json,
+        code,
+    )
 }
 
 /// `--vs`: alternate A and B for `--rounds` rounds, then print one comparison.

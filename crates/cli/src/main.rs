@@ -8,7 +8,9 @@ macro_rules! outln {
 
 mod args;
 mod demo;
+mod demo_service_cmd;
 mod exit;
+mod history_cmd;
 mod http_cmd;
 mod monitor_cmd;
 mod report_cmd;
@@ -23,11 +25,15 @@ fn main() {
         args::Command::Http(a) => http_cmd::run(*a),
         args::Command::Target(a) => target_cmd(a),
         args::Command::Summary(a) => summary_cmd(a),
-        args::Command::Demo(a) => demo::run(a),
+        args::Command::Demo(a) => match a.action {
+            Some(action) => demo_service_cmd::run(action),
+            None => demo::run(a),
+        },
         args::Command::Run(a) => run_cmd::run(*a),
         args::Command::Report(a) => report_cmd::report(a),
         args::Command::Compare(a) => report_cmd::compare(a),
         args::Command::Monitor(a) => monitor_cmd::run(a),
+        args::Command::History(a) => history_cmd::list(a),
     };
     std::process::exit(code);
 }

@@ -83,13 +83,29 @@ pub fn compare(a: CompareArgs) -> i32 {
             a.min_effect
         ));
     }
-    let base = match RunResult::read(&a.base) {
+    // `--baseline last|LABEL NEW.json`: the base comes from the history.
+    let (base_path, new_path) = match (&a.baseline, &a.base, &a.new) {
+        (Some(_), Some(n), None) => (None, n.clone()),
+        (Some(_), _, _) => {
+            return exit::usage("with --baseline, give only the result file to judge")
+        }
+        (None, Some(b), Some(n)) => (Some(b.clone()), n.clone()),
+        (None, _, _) => return exit::usage("give two result files: BASE.json NEW.json"),
+    };
+    let new = match RunResult::read(&new_path) {
         Ok(r) => r,
         Err(e) => return exit::fail(&e),
     };
-    let new = match RunResult::read(&a.new) {
-        Ok(r) => r,
-        Err(e) => return exit::fail(&e),
+    let (base_label, base) = match (&base_path, &a.baseline) {
+        (Some(p), _) => match RunResult::read(p) {
+            Ok(r) => (label(p), r),
+            Err(e) => return exit::fail(&e),
+        },
+        (None, Some(which)) => match crate::history_cmd::baseline(&a.db, which, &new) {
+            Ok(x) => x,
+            Err(e) => return exit::fail(&e),
+        },
+        (None, None) => unreachable!("checked above"),
     };
     if base.meta.name != new.meta.name {
         eprintln!(
@@ -103,8 +119,8 @@ pub fn compare(a: CompareArgs) -> i32 {
         ..CompareOptions::default()
     };
     let c = volley_report::compare(
-        (&label(&a.base), &base),
-        (&label(&a.new), &new),
+        (&base_label, &base),
+        (&label(&new_path), &new),
         &opts,
         &rules,
     );

@@ -20,7 +20,48 @@ pub const INVALID_CONFIG: i32 = 104;
 /// k6: the test was aborted from the script.
 pub const ABORTED: i32 = 108;
 
+/// `METRIC:EXPR` → (metric key, expression); a key's `{tag:value}` selector holds ':' itself,
+/// so then the separator is the first ':' after its '}'.
+fn split_threshold(s: &str) -> Option<(String, String)> {
+    let colon = s.find(':')?;
+    let at = match s.find('{') {
+        Some(open) if open < colon => s[open..].find('}')? + open + 1,
+        _ => colon,
+    };
+    let (key, expr) = (s[..at].trim(), s[at..].strip_prefix(':')?.trim());
+    (!key.is_empty() && !key.starts_with('{') && !expr.is_empty())
+        .then(|| (key.to_string(), expr.to_string()))
+}
+
+/// What a crossed drift threshold observed (k6's summary shows only ✗), e.g.
+/// `monitor_rss_bytes slope<1MB/h: observed 15.0 GiB/h`; None for k6's own expressions.
+fn drift_note(t: &volley_metrics::ThresholdResult) -> Option<String> {
+    let drift = volley_monitor::is_drift_check(&t.expression);
+    if !drift && !t.metric.starts_with("monitor_") {
+        return None;
+    }
+    let bytes = t.metric.contains("_bytes");
+    let seen = match t.observed {
+        None => "no data".to_string(),
+        Some(v) if t.expression.trim_start().starts_with("drift(") => format!("{v:+.1}%"),
+        Some(v) if bytes => volley_monitor::summary::bytes(v),
+        Some(v) => format!("{v:.2}"),
+    };
+    let per_hour = if t.expression.trim_start().starts_with("slope") && t.observed.is_some() {
+        "/h"
+    } else {
+        ""
+    };
+    Some(format!(
+        "{} {}: observed {seen}{per_hour}",
+        t.metric, t.expression
+    ))
+}
+
 pub fn run(a: RunArgs) -> i32 {
+    if let Err(e) = crate::history_cmd::check_labels(&a.labels) {
+        return exit::usage(&e);
+    }
     let mut pairs = Vec::new();
     for kv in &a.env {
         match kv.split_once('=') {
@@ -28,24 +69,39 @@ pub fn run(a: RunArgs) -> i32 {
             _ => return exit::usage(&format!("-e/--env '{kv}': expected KEY=VALUE")),
         }
     }
-    let mut out_json = None;
-    for o in &a.out {
-        match o.split_once('=') {
-            Some(("json", f)) if !f.is_empty() => out_json = Some(std::path::PathBuf::from(f)),
-            _ => {
-                eprintln!(
-                    "volley: error: invalid options: --out '{o}': only json=FILE is supported"
-                );
-                return INVALID_CONFIG;
+    let (out_json, outputs) = match volley_js::outputs::OutSpec::parse_all(&a.out) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("volley: error: invalid options: {e}");
+            return INVALID_CONFIG;
+        }
+    };
+    let mut thresholds = Vec::new();
+    for t in &a.thresholds {
+        match split_threshold(t) {
+            Some(kv) => thresholds.push(kv),
+            None => {
+                return exit::usage(&format!(
+                    "--threshold '{t}': expected METRIC:EXPR, e.g. monitor_rss_bytes:slope<5MB/h, \
+                     monitor_rss_bytes{{target:api}}:max<2GB or http_req_duration:drift(p95)<10%"
+                ))
             }
         }
     }
+    let monitor = match crate::monitor_cmd::plan(&a.monitor, a.monitor_interval) {
+        Err(e) => return exit::usage(&e),
+        Ok(Err(e)) => return exit::fail(&e),
+        Ok(Ok(p)) => p,
+    };
     let env = volley_js::environment(&pairs, !a.no_system_env);
     let cli = CliOptions {
         vus: a.vus,
         duration: a.duration,
         iterations: a.iterations,
         out_json,
+        outputs,
+        monitor,
+        thresholds,
     };
     let ctl = RunControl::new();
     signals::install(ctl.clone());
@@ -111,6 +167,11 @@ pub fn run(a: RunArgs) -> i32 {
             return exit::fail(&format!("cannot save {}: {e}", path.display()));
         }
     }
+    if crate::history_cmd::after_run(&out.result, a.history.as_deref(), &a.labels, a.quiet, 0)
+        != exit::OK
+    {
+        return exit::FAILURE;
+    }
     if let Some(e) = &out.teardown_error {
         eprintln!("ERRO[0000] teardown: {e}");
         if volley_js::is_teardown_timeout(e) {
@@ -123,6 +184,11 @@ pub fn run(a: RunArgs) -> i32 {
         return ABORTED;
     }
     if let Some(m) = out.thresholds_message() {
+        for t in out.result.thresholds.iter().filter(|t| !t.ok) {
+            if let Some(note) = drift_note(t) {
+                eprintln!("ERRO[0000] {note}");
+            }
+        }
         eprintln!("ERRO[0000] {m}");
         return THRESHOLDS_FAILED;
     }
@@ -130,4 +196,56 @@ pub fn run(a: RunArgs) -> i32 {
         return exit::INTERRUPTED;
     }
     exit::OK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_threshold;
+
+    #[test]
+    fn threshold_flags_split_after_the_tag_selector() {
+        let kv = |a: &str, b: &str| Some((a.to_string(), b.to_string()));
+        assert_eq!(
+            split_threshold("monitor_rss_bytes:slope<5MB/h"),
+            kv("monitor_rss_bytes", "slope<5MB/h")
+        );
+        assert_eq!(
+            split_threshold("monitor_rss_bytes{target:api}:max<2GB"),
+            kv("monitor_rss_bytes{target:api}", "max<2GB")
+        );
+        assert_eq!(
+            split_threshold("http_req_duration:p(95)<200"),
+            kv("http_req_duration", "p(95)<200")
+        );
+        for bad in ["nope", "x{a:b}", "x{a:b:c", ":p(95)<1", "x:"] {
+            assert_eq!(split_threshold(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn crossed_drift_thresholds_say_what_they_observed() {
+        let t = |metric: &str, expression: &str, observed| volley_metrics::ThresholdResult {
+            metric: metric.into(),
+            expression: expression.into(),
+            ok: false,
+            observed,
+            aborted: false,
+        };
+        assert_eq!(
+            super::drift_note(&t("monitor_rss_bytes", "slope<1MB/h", Some(2097152.0))).unwrap(),
+            "monitor_rss_bytes slope<1MB/h: observed 2.0 MiB/h"
+        );
+        assert_eq!(
+            super::drift_note(&t("http_req_duration", "drift(p95)<10%", Some(12.34))).unwrap(),
+            "http_req_duration drift(p95)<10%: observed +12.3%"
+        );
+        assert_eq!(
+            super::drift_note(&t("monitor_fds{target:a}", "max<100", None)).unwrap(),
+            "monitor_fds{target:a} max<100: observed no data"
+        );
+        assert_eq!(
+            super::drift_note(&t("http_req_duration", "p(95)<1", Some(2.0))),
+            None
+        );
+    }
 }

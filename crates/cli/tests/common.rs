@@ -120,3 +120,10 @@ pub fn get_body(addr: std::net::SocketAddr, path: &str) -> String {
         .map(|(_, b)| b.to_string())
         .unwrap_or_default()
 }
+
+/// Tests that generate load or measure latency take this first, so they run one at a time
+/// within a test binary and one test's load never shows up as another's latency.
+pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -5,6 +5,7 @@ use common::*;
 
 #[test]
 fn h2c_counts_and_bytes_match_the_server() {
+    let _serial = exclusive();
     let t = target();
     let url = format!("{}/", t.url());
     let o = run(&[
@@ -47,6 +48,7 @@ fn h2c_counts_and_bytes_match_the_server() {
 
 #[test]
 fn h2_over_tls_negotiates_with_alpn() {
+    let _serial = exclusive();
     let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
     let t = target_with(
         Some(volley_target::TlsIdentity {
@@ -79,6 +81,7 @@ fn h2_over_tls_negotiates_with_alpn() {
 
 #[test]
 fn h2c_against_an_http1_only_server_is_a_classified_error() {
+    let _serial = exclusive();
     // A server that answers everything with an HTTP/1.1 response, as an h1-only proxy would.
     let port = raw_server(20, std::time::Duration::from_secs(20), |mut s| {
         use std::io::Write;

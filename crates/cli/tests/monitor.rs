@@ -378,3 +378,200 @@ fn bad_specs_are_usage_errors_and_missing_pids_failures() {
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }
+
+/// `tests/k6/monitor_drift.js`.
+fn drift_script() -> String {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/k6/monitor_drift.js")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// ~5 MB/s for `secs` seconds, then idle; pages really touched.
+fn leaker(secs: u32) -> Option<Helper> {
+    python(&format!(
+        "import time\na=[]\nfor i in range({}):\n    a.append(b'x'*2500000)\n    time.sleep(0.5)\ntime.sleep(30)",
+        secs * 2
+    ))
+}
+
+fn threshold<'a>(
+    r: &'a volley_metrics::RunResult,
+    metric: &str,
+    expr: &str,
+) -> &'a volley_metrics::ThresholdResult {
+    r.thresholds
+        .iter()
+        .find(|t| t.metric == metric && t.expression == expr)
+        .unwrap_or_else(|| panic!("no threshold {metric} {expr} in {:?}", r.thresholds))
+}
+
+#[test]
+fn script_slope_threshold_fails_on_a_leaking_target_with_99() {
+    let Some(h) = leaker(30) else {
+        return;
+    };
+    let t = target();
+    let dir = scratch("run-mon-leak");
+    let save = dir.join("run.json");
+    let o = run(&[
+        "run",
+        &drift_script(),
+        "-e",
+        &format!("BASE={}", t.url()),
+        "--monitor",
+        &format!("app=pid:{}", h.pid()),
+        "--save",
+        save.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(99), "stderr:\n{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("thresholds on metrics 'monitor_rss_bytes' have been crossed"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("monitor_rss_bytes slope<1MB/h: observed "),
+        "{}",
+        stderr(&o)
+    );
+    let text = stdout(&o);
+    assert!(text.contains("✗ monitor_rss_bytes"), "{text}");
+    assert!(
+        text.contains("\nTarget\n") && text.contains("  app: RSS start"),
+        "{text}"
+    );
+    let r = volley_metrics::RunResult::read(&save).unwrap();
+    let slope = threshold(&r, "monitor_rss_bytes", "slope<1MB/h");
+    assert!(!slope.ok && !slope.aborted, "{slope:?}");
+    // 5 MB/s is 18 GB/h.
+    assert!(slope.observed.unwrap() > 5e9, "{slope:?}");
+    assert!(threshold(&r, "monitor_rss_bytes{target:app}", "max<2GB").ok);
+    assert!(threshold(&r, "http_req_duration", "drift(p95)<1000%").ok);
+}
+
+#[test]
+fn script_drift_thresholds_pass_on_a_steady_target_and_series_are_saved() {
+    let Some(h) = spawn("sleep", &["30"]) else {
+        return;
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let t = target();
+    let dir = scratch("run-mon-steady");
+    let (save, export) = (dir.join("run.json"), dir.join("export.json"));
+    let o = run(&[
+        "run",
+        &drift_script(),
+        "-e",
+        &format!("BASE={}", t.url()),
+        "--monitor",
+        &format!("app=pid:{}", h.pid()),
+        "--monitor-interval",
+        "1s",
+        // The CLI form adds to options.thresholds.
+        "--threshold",
+        "monitor_threads{target:app}:max<=1",
+        "--threshold",
+        "http_req_duration:drift(p99)<1000%",
+        "--save",
+        save.to_str().unwrap(),
+        "--summary-export",
+        export.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "stderr:\n{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("✓ monitor_rss_bytes"), "{text}");
+    assert!(text.contains("✓ http_req_duration"), "{text}");
+    assert!(text.contains("  app: RSS start"), "{text}");
+    let r = volley_metrics::RunResult::read(&save).unwrap();
+    assert!(r.thresholds.iter().all(|t| t.ok), "{:?}", r.thresholds);
+    assert_eq!(r.thresholds.len(), 6, "{:?}", r.thresholds);
+    let slope = threshold(&r, "monitor_rss_bytes", "slope<1MB/h");
+    assert_eq!(slope.observed, Some(0.0), "{slope:?}");
+    assert!(threshold(&r, "http_req_duration", "drift(p95)<1000%")
+        .observed
+        .is_some());
+    assert!(threshold(&r, "monitor_threads{target:app}", "max<=1").ok);
+    // The monitor_* gauges are in the totals and on the series' timeline.
+    let app: volley_metrics::TagSet = [("target".to_string(), "app".to_string())].into();
+    for m in ["monitor_rss_bytes", "monitor_threads", "monitor_fds"] {
+        assert!(r.metric(m, &app).is_some(), "missing total {m}");
+    }
+    let with_rss = r
+        .series
+        .points
+        .iter()
+        .filter(|p| p.get("monitor_rss_bytes", &app).is_some())
+        .count();
+    assert!(with_rss >= 5, "{with_rss} points carry RSS");
+    // ... and in the k6 summary export, as gauges.
+    let e: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+    assert!(
+        e["metrics"]["monitor_rss_bytes"]["value"].as_f64().unwrap() > 0.0,
+        "{e}"
+    );
+    assert_eq!(
+        e["metrics"]["monitor_rss_bytes"]["thresholds"]["slope<1MB/h"],
+        false
+    );
+}
+
+#[test]
+fn script_slope_with_abort_on_fail_stops_the_run_after_the_warm_up() {
+    let Some(h) = leaker(45) else {
+        return;
+    };
+    let t = target();
+    let dir = scratch("run-mon-abort");
+    let save = dir.join("run.json");
+    let started = std::time::Instant::now();
+    let o = run(&[
+        "run",
+        &drift_script(),
+        "-e",
+        &format!("BASE={}", t.url()),
+        "-e",
+        "ABORT=1",
+        "-e",
+        "DURATION=40s",
+        "--monitor",
+        &format!("app=pid:{}", h.pid()),
+        "--save",
+        save.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(99), "stderr:\n{}", stderr(&o));
+    // Warm-up: a tenth of 40 s, at least 10 s; then 10 samples.
+    assert!(
+        started.elapsed() < Duration::from_secs(35),
+        "the 40 s test was not stopped ({:?})",
+        started.elapsed()
+    );
+    assert!(stderr(&o).contains("abortOnFail"), "{}", stderr(&o));
+    let r = volley_metrics::RunResult::read(&save).unwrap();
+    assert!(
+        r.meta.duration_s >= 15.0,
+        "judged before the warm-up: {}",
+        r.meta.duration_s
+    );
+    let slope = threshold(&r, "monitor_rss_bytes", "slope<1MB/h");
+    assert!(!slope.ok && slope.aborted, "{slope:?}");
+}
+
+#[test]
+fn script_monitor_thresholds_need_a_monitor() {
+    let t = target();
+    let o = run(&["run", &drift_script(), "-e", &format!("BASE={}", t.url())]);
+    assert_eq!(o.status.code(), Some(104), "stderr:\n{}", stderr(&o));
+    assert!(stderr(&o).contains("add --monitor"), "{}", stderr(&o));
+    let o = run(&[
+        "run",
+        &drift_script(),
+        "--monitor",
+        "pid:1",
+        "--threshold",
+        "monitor_rss_bytes:slope<5XB/h",
+    ]);
+    assert_eq!(o.status.code(), Some(104), "stderr:\n{}", stderr(&o));
+    assert!(stderr(&o).contains("unknown unit 'XB'"), "{}", stderr(&o));
+}

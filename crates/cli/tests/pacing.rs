@@ -45,6 +45,7 @@ fn batch_server(mut s: std::net::TcpStream) {
 
 #[test]
 fn pipelining_keeps_depth_requests_in_flight() {
+    let _serial = exclusive();
     let port = raw_server(2, Duration::from_secs(20), batch_server);
     let url = format!("http://127.0.0.1:{port}/");
     let o = run(&[
@@ -68,6 +69,7 @@ fn pipelining_keeps_depth_requests_in_flight() {
 
 #[test]
 fn pipelined_counts_stay_exact_against_the_target() {
+    let _serial = exclusive();
     let t = target();
     let url = format!("{}/", t.url());
     let o = run(&["http", &url, "-p", "16", "-c", "4", "-n", "10001", "--json"]);
@@ -82,6 +84,7 @@ fn pipelined_counts_stay_exact_against_the_target() {
 
 #[test]
 fn open_model_reports_corrected_latency_and_missed_starts() {
+    let _serial = exclusive();
     let t = target();
     // 2 connections × 50 ms = at most ~40 req/s, asked for 100 req/s.
     let url = format!("{}/delay/50", t.url());
@@ -120,6 +123,7 @@ fn open_model_reports_corrected_latency_and_missed_starts() {
 
 #[test]
 fn open_model_grows_connections_when_all_are_busy() {
+    let _serial = exclusive();
     let t = target();
     let url = format!("{}/delay/50", t.url());
     let o = run(&[
@@ -152,6 +156,7 @@ fn open_model_grows_connections_when_all_are_busy() {
 
 #[test]
 fn open_model_hits_an_easy_rate_within_one_percent() {
+    let _serial = exclusive();
     let t = target();
     let url = format!("{}/", t.url());
     let o = run(&["http", &url, "-q", "500", "-c", "10", "-z", "10s", "--json"]);
@@ -170,6 +175,7 @@ fn open_model_hits_an_easy_rate_within_one_percent() {
 
 #[test]
 fn rate_stages_deliver_their_integral() {
+    let _serial = exclusive();
     let t = target();
     let url = format!("{}/", t.url());
     // Ramp 0→200/s over 1 s (100 requests), then 200/s for 1 s (200 requests).
@@ -195,6 +201,7 @@ fn rate_stages_deliver_their_integral() {
 
 #[test]
 fn pacing_flags_are_validated() {
+    let _serial = exclusive();
     for (args, needle) in [
         (vec!["-q", "100", "-p", "4"], "pipeline"),
         (vec!["--rate-stages", "fast"], "RATE:DURATION"),
@@ -211,6 +218,7 @@ fn pacing_flags_are_validated() {
 
 #[test]
 fn ab_comparison_shows_the_slower_side() {
+    let _serial = exclusive();
     let fast = target();
     let slow = target_with(None, Some(Duration::from_millis(5)));
     let (a, b) = (format!("{}/", fast.url()), format!("{}/", slow.url()));

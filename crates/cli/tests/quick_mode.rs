@@ -7,6 +7,7 @@ use std::time::Duration;
 
 #[test]
 fn exact_request_accounting_matches_the_server() {
+    let _serial = exclusive();
     let t = target();
     let url = format!("{}/", t.url());
     let o = run(&["http", &url, "-n", "10000", "-c", "20", "--json"]);
@@ -33,6 +34,7 @@ fn exact_request_accounting_matches_the_server() {
 
 #[test]
 fn download_bytes_are_counted_on_the_wire() {
+    let _serial = exclusive();
     let t = target();
     let url = format!("{}/bytes/1048576", t.url());
     let o = run(&["http", &url, "-n", "20", "-c", "4", "--json"]);
@@ -51,6 +53,7 @@ fn download_bytes_are_counted_on_the_wire() {
 
 #[test]
 fn delay_latency_is_reported_faithfully() {
+    let _serial = exclusive();
     let t = target();
     let url = format!("{}/delay/10", t.url());
     let o = run(&["http", &url, "-n", "200", "-c", "2", "--json"]);
@@ -67,6 +70,7 @@ fn delay_latency_is_reported_faithfully() {
 
 #[test]
 fn refused_connections_are_counted_and_exit_3() {
+    let _serial = exclusive();
     let port = closed_port();
     let url = format!("http://127.0.0.1:{port}/");
     let o = run(&["http", &url, "-n", "50", "-c", "5", "--json"]);
@@ -79,6 +83,7 @@ fn refused_connections_are_counted_and_exit_3() {
 
 #[test]
 fn reset_mid_response_is_classified() {
+    let _serial = exclusive();
     let port = raw_server(20, Duration::from_secs(20), |mut s| {
         if read_head(&mut s) {
             let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n");
@@ -99,6 +104,7 @@ fn reset_mid_response_is_classified() {
 
 #[test]
 fn silent_server_times_out() {
+    let _serial = exclusive();
     let port = raw_server(10, Duration::from_secs(20), |mut s| {
         read_head(&mut s);
         std::thread::sleep(Duration::from_secs(3));
@@ -126,6 +132,7 @@ fn silent_server_times_out() {
 
 #[test]
 fn mixed_statuses_are_distributed() {
+    let _serial = exclusive();
     let t = target();
     let url = format!("{}/status/503", t.url());
     let o = run(&["http", &url, "-n", "30", "-c", "3", "--json"]);
@@ -142,6 +149,7 @@ fn mixed_statuses_are_distributed() {
 
 #[test]
 fn post_body_from_flag_and_file_reach_the_server() {
+    let _serial = exclusive();
     let t = target();
     let dir = scratch("body");
     let file = dir.join("payload.bin");
@@ -187,6 +195,7 @@ fn post_body_from_flag_and_file_reach_the_server() {
 
 #[test]
 fn save_then_summary_reprints_from_the_file() {
+    let _serial = exclusive();
     let t = target();
     let dir = scratch("save");
     let file = dir.join("run.json");
@@ -240,6 +249,7 @@ fn save_then_summary_reprints_from_the_file() {
 
 #[test]
 fn sigint_stops_gracefully_and_still_writes_everything() {
+    let _serial = exclusive();
     let t = target_with(None, Some(Duration::from_millis(5)));
     let dir = scratch("sigint");
     let file = dir.join("run.json");
@@ -296,6 +306,7 @@ fn sigint_stops_gracefully_and_still_writes_everything() {
 
 #[test]
 fn bad_input_gets_a_clear_error_not_a_panic() {
+    let _serial = exclusive();
     let cases: &[(&[&str], &str)] = &[
         (&["http", "ftp://example.com/"], "scheme"),
         (&["http", "not a url"], ""),
@@ -340,6 +351,7 @@ fn bad_input_gets_a_clear_error_not_a_panic() {
 
 #[test]
 fn summary_rejects_files_that_are_not_results() {
+    let _serial = exclusive();
     let dir = scratch("notresult");
     let f = dir.join("x.json");
     std::fs::write(&f, "{\"hello\": 1}").unwrap();
@@ -355,6 +367,7 @@ fn summary_rejects_files_that_are_not_results() {
 
 #[test]
 fn version_and_help() {
+    let _serial = exclusive();
     let o = run(&["--version"]);
     assert!(stdout(&o).contains(env!("CARGO_PKG_VERSION")));
     let o = run(&["http", "--help"]);

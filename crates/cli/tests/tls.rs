@@ -31,6 +31,7 @@ fn tls_target(p: &Pki) -> volley_target::RunningTarget {
 
 #[test]
 fn tls_verification_insecure_and_cacert() {
+    let _serial = exclusive();
     let pki = self_signed();
     let t = tls_target(&pki);
     let url = format!("https://127.0.0.1:{}/", t.local_addr().port());

@@ -139,6 +139,9 @@ pub struct VuPlan {
     pub graceful_stop: Duration,
     /// Tags on `iterations`, `iteration_duration` (k6: `scenario`, `group`).
     pub iteration_tags: TagSet,
+    /// Targets to watch (`--monitor`): sampled on their own thread from the start of setup,
+    /// reporting to the coordinator as one more worker, as in quick mode.
+    pub monitor: crate::MonitorPlan,
 }
 
 /// Which part of the lifecycle a [`VuBody::run`] call is.
@@ -316,8 +319,10 @@ pub fn run_vus_with<F: VuFactory>(
             }
         }
     }
+    // The monitor sampler reports through the same channel (see `coordinate`).
+    let monitor_tx = (!plan.monitor.specs.is_empty()).then(|| tx.clone());
     drop(tx);
-    let result = coordinate(&shared, rx, started, hook);
+    let result = coordinate(&shared, rx, started, hook, monitor_tx);
     for j in joins {
         let _ = j.join();
     }
@@ -329,11 +334,14 @@ fn coordinate<F: VuFactory>(
     rx: mpsc::Receiver<Msg>,
     started: SystemTime,
     mut hook: Option<TickHook<'_>>,
+    monitor_tx: Option<mpsc::Sender<Msg>>,
 ) -> VuRunResult {
     let threads = s.threads;
-    // The coordinator is the aggregator's extra "worker" for the vus gauges.
+    // The coordinator is the aggregator's extra "worker" for the vus gauges; the monitor
+    // sampler, when there is one, the next.
     let me = threads;
-    let mut agg = Aggregator::new(threads + 1, volley_metrics::series::DEFAULT_MAX_POINTS);
+    let workers = threads + 1 + usize::from(monitor_tx.is_some());
+    let mut agg = Aggregator::new(workers, volley_metrics::series::DEFAULT_MAX_POINTS);
     let mut rec = Recorder::new();
     let vus_h = rec.handle(MetricKey::new("vus"), MetricKind::Gauge, Unit::Default);
     let vus_max_h = rec.handle(MetricKey::new("vus_max"), MetricKind::Gauge, Unit::Default);
@@ -362,6 +370,12 @@ fn coordinate<F: VuFactory>(
         s.start_gate.store(GO, Ordering::SeqCst);
     }
     let start = *s.start.get_or_init(Instant::now);
+    let monitor_stop = Arc::new(AtomicBool::new(false));
+    let sampler = monitor_tx.and_then(|tx| spawn_monitor(s, tx, start, &monitor_stop));
+    if sampler.is_none() {
+        // No sampler (none asked for, or it could not start): nothing to wait for.
+        agg.worker_done(me + 1);
+    }
 
     let mut done = vec![false; threads];
     let mut iter_done = 0;
@@ -429,6 +443,22 @@ fn coordinate<F: VuFactory>(
         agg.add(me, 0, rec.snapshot());
     }
     agg.worker_done(me);
+    if let Some(j) = sampler {
+        // Its last snapshot (the end value) is in the channel once the thread is gone.
+        monitor_stop.store(true, Ordering::Relaxed);
+        let _ = j.join();
+        while let Ok(m) = rx.try_recv() {
+            if let Msg::Snapshot {
+                worker,
+                interval,
+                snap,
+            } = m
+            {
+                agg.add(worker, interval, snap);
+            }
+        }
+        agg.worker_done(me + 1);
+    }
     let (metrics, series) = agg.finish();
     VuRunResult {
         metrics,
@@ -440,6 +470,34 @@ fn coordinate<F: VuFactory>(
         aborted: s.aborted.lock().unwrap().take(),
         teardown_error: s.teardown_error.lock().unwrap().take(),
     }
+}
+
+/// Start the `--monitor` sampler as aggregator worker `threads + 1` (None when init failed
+/// or the thread cannot start: the run goes on without it).
+fn spawn_monitor<F: VuFactory>(
+    s: &Shared<F>,
+    tx: mpsc::Sender<Msg>,
+    start: Instant,
+    stop: &Arc<AtomicBool>,
+) -> Option<std::thread::JoinHandle<()>> {
+    if s.start_gate.load(Ordering::SeqCst) != GO {
+        return None;
+    }
+    let worker = s.threads + 1;
+    let send = move |interval, snap, tick: Option<volley_monitor::Tick>| {
+        for n in tick.iter().flat_map(|t| &t.notes) {
+            eprintln!("volley: monitor: {n}");
+        }
+        let _ = tx.send(Msg::Snapshot {
+            worker,
+            interval,
+            snap,
+        });
+    };
+    let m = &s.plan.monitor;
+    volley_monitor::spawn_sampler(m.specs.clone(), m.interval, start, stop.clone(), send)
+        .map_err(|e| eprintln!("volley: cannot start the monitor thread: {e}"))
+        .ok()
 }
 
 /// Hand out VU ids round-robin: worker `w` of `n` owns ids w+1, w+1+n, ...
@@ -678,7 +736,14 @@ async fn vu_loop<F: VuFactory>(
                     _ => break,
                 }
             }
-            Executor::ConstantVus { .. } => None,
+            Executor::ConstantVus { duration, .. } => {
+                // The coordinator stops the run within ~50 ms of the end; an iteration must
+                // not start after it (k6 starts none past `duration`).
+                if t0.elapsed() >= *duration {
+                    break;
+                }
+                None
+            }
         };
         if !active {
             active = true;

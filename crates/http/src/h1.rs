@@ -26,7 +26,7 @@ use crate::url::Target;
 /// (k6 scripts with thousands of VUs) cost a few KiB each, not 32.
 const READ_BUF: usize = 32 * 1024;
 /// The read buffer's size when a connection first reads.
-const FIRST_READ_BUF: usize = 4 * 1024;
+const FIRST_READ_BUF: usize = 1024;
 /// Largest response head (status line + headers, or trailers) we accept.
 const MAX_HEAD: usize = 64 * 1024;
 /// Longest chunk-size line (size plus extensions).

@@ -6,7 +6,7 @@
 
 use crate::vu::VuState;
 use rquickjs::function::Opt;
-use rquickjs::{Atom, Ctx, Function, Object, Value};
+use rquickjs::{Atom, Class, Ctx, Function, Object, Value};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::future::Future;
@@ -55,6 +55,8 @@ pub(crate) struct VuHttp {
     prepared: Vec<Prepared>,
     /// Round-robin slot to replace when `prepared` is full.
     next_slot: usize,
+    /// Prepared requests made so far (each one's `id`).
+    made: u64,
 }
 
 /// How many distinct requests a VU keeps prepared (scripts usually repeat a handful).
@@ -65,6 +67,8 @@ const SERIES_MAX: usize = 16;
 /// A request as the script spelt it (method, URL, headers, tags), parsed, serialised and
 /// tagged once: a VU that repeats it pays none of that again (see bench/k6.sh).
 struct Prepared {
+    /// Tells a slot's occupants apart (a hop finds its entry again without searching).
+    id: u64,
     method: String,
     url: String,
     headers: Vec<String>,
@@ -101,6 +105,7 @@ impl Prepared {
             Err(_) => (String::new(), url.to_string()),
         };
         Prepared {
+            id: 0,
             method: method.to_string(),
             url: url.to_string(),
             headers: headers.to_vec(),
@@ -181,7 +186,9 @@ impl VuHttp {
         }) {
             return i;
         }
-        let p = Prepared::new(method, url, headers, tags);
+        let mut p = Prepared::new(method, url, headers, tags);
+        self.made += 1;
+        p.id = self.made;
         if self.prepared.len() < PREPARED_MAX {
             self.prepared.push(p);
             self.prepared.len() - 1
@@ -409,11 +416,6 @@ struct Keys<'js> {
     error_code: Atom<'js>,
     body: Atom<'js>,
     headers: Atom<'js>,
-    timings: Atom<'js>,
-    request: Atom<'js>,
-    cookies: Atom<'js>,
-    remote_ip: Atom<'js>,
-    remote_port: Atom<'js>,
     method: Atom<'js>,
     duration: Atom<'js>,
     blocked: Atom<'js>,
@@ -444,11 +446,6 @@ impl<'js> Keys<'js> {
             error_code: a("error_code")?,
             body: a("body")?,
             headers: a("headers")?,
-            timings: a("timings")?,
-            request: a("request")?,
-            cookies: a("cookies")?,
-            remote_ip: a("remote_ip")?,
-            remote_port: a("remote_port")?,
             method: a("method")?,
             duration: a("duration")?,
             blocked: a("blocked")?,
@@ -482,6 +479,8 @@ struct Spec {
 
 /// A hop whose exchange is under way: what [`finish_hop`] needs once it is done.
 struct Hop {
+    /// The prepared request's slot and id (see [`Prepared::id`]).
+    slot: (usize, u64),
     target: Rc<Target>,
     origin: String,
     cached: Option<SocketAddr>,
@@ -680,8 +679,10 @@ fn start_hop<'js>(
         spec.timeout,
         spec.mode,
     );
+    let slot = (i, st.http.borrow().prepared[i].id);
     Ok(Started::Go(
         Hop {
+            slot,
             target,
             origin,
             cached,
@@ -727,10 +728,20 @@ fn finish_hop<'js>(
         Err(e) => (e.bytes_sent, e.bytes_received),
     };
     // Found again: in a batch another request may have taken the slot meanwhile.
-    let i = st
+    let (slot, id) = hop.slot;
+    let same = st
         .http
-        .borrow_mut()
-        .prepare(&spec.method, &spec.url, &spec.headers, &spec.tags);
+        .borrow()
+        .prepared
+        .get(slot)
+        .is_some_and(|p| p.id == id);
+    let i = if same {
+        slot
+    } else {
+        st.http
+            .borrow_mut()
+            .prepare(&spec.method, &spec.url, &spec.headers, &spec.tags)
+    };
     {
         let h = {
             let group = st.group.borrow();
@@ -771,48 +782,41 @@ fn finish_hop<'js>(
         }
     }
 
-    let out = new_response(ctx, proto)?;
     let shown_url = st.http.borrow().prepared[i].shown_url.clone();
+    let ms_all = [
+        ms(timings.duration()),
+        0.0,
+        ms(connect.connecting),
+        ms(connect.tls_handshaking),
+        ms(timings.sending),
+        ms(timings.waiting),
+        ms(timings.receiving),
+    ];
+    let (headers, body, error) = match ex.result {
+        Ok(r) => (r.headers, r.body, None),
+        Err(e) => (Vec::new(), None, Some(e)),
+    };
+    // headers, timings, request, cookies, remote_ip/port are built when first read (see
+    // RawResponse); the rest are plain properties.
+    let raw = RawResponse {
+        timings: ms_all,
+        headers,
+        method: spec.method.clone(),
+        url: shown_url.clone(),
+        sent_body: spec.body.clone(),
+        addr: ex.addr,
+        target: target.clone(),
+    };
+    let out = match proto {
+        Some(p) => Class::instance_proto(raw, p.clone())?.into_inner(),
+        None => Class::instance(ctx.clone(), raw)?.into_inner(),
+    };
     out.set(k.url.clone(), shown_url.as_str())?;
     out.set(k.proto.clone(), "HTTP/1.1")?;
     out.set(k.status.clone(), status)?;
-    let tm = Object::new(ctx.clone())?;
-    tm.set(k.duration.clone(), ms(timings.duration()))?;
-    tm.set(k.blocked.clone(), 0.0)?;
-    tm.set(k.connecting.clone(), ms(connect.connecting))?;
-    tm.set(k.tls_handshaking.clone(), ms(connect.tls_handshaking))?;
-    tm.set(k.sending.clone(), ms(timings.sending))?;
-    tm.set(k.waiting.clone(), ms(timings.waiting))?;
-    tm.set(k.receiving.clone(), ms(timings.receiving))?;
-    out.set(k.timings.clone(), tm)?;
-    let hdrs = Object::new(ctx.clone())?;
-    let req_obj = Object::new(ctx.clone())?;
-    req_obj.set(k.method.clone(), spec.method.as_str())?;
-    req_obj.set(k.url.clone(), shown_url.as_str())?;
-    let sent_body = spec.body.as_deref().unwrap_or_default();
-    req_obj.set(k.body.clone(), String::from_utf8_lossy(sent_body).as_ref())?;
-    out.set(k.request.clone(), req_obj)?;
-    let cookies = match &ex.result {
-        Ok(r) => crate::modules::http_ext::response_cookies(ctx, &target, &r.headers)?,
-        Err(_) => Object::new(ctx.clone())?,
-    };
-    out.set(k.cookies.clone(), cookies)?;
-    if let Some(a) = ex.addr {
-        out.set(k.remote_ip.clone(), a.ip().to_string())?;
-        out.set(k.remote_port.clone(), a.port())?;
-    }
-    match ex.result {
-        Ok(r) => {
-            for (name, value) in &r.headers {
-                let key = canonical(name);
-                let v = String::from_utf8_lossy(value);
-                let joined = match hdrs.get::<_, Option<String>>(key.as_str())? {
-                    Some(prev) => format!("{prev}, {v}"),
-                    None => v.into_owned(),
-                };
-                hdrs.set(key, joined)?;
-            }
-            match r.body {
+    match error {
+        None => {
+            match body {
                 Some(b) if spec.mode == BodyMode::Keep && spec.extras.binary => {
                     out.set(k.body.clone(), rquickjs::ArrayBuffer::new(ctx.clone(), b)?)?
                 }
@@ -824,14 +828,110 @@ fn finish_hop<'js>(
             out.set(k.error.clone(), "")?;
             out.set(k.error_code.clone(), 0)?;
         }
-        Err(e) => {
+        Some(e) => {
             out.set(k.body.clone(), Value::new_null(ctx.clone()))?;
             out.set(k.error.clone(), e.to_string())?;
             out.set(k.error_code.clone(), error_code(e.class))?;
         }
     }
-    out.set(k.headers.clone(), hdrs)?;
     Ok(Some(out))
+}
+
+/// The parts of a k6 Response that scripts rarely read, kept in Rust and turned into JS
+/// only when read: `Response.prototype` has getters for `headers`, `timings`, `request`,
+/// `cookies`, `remote_ip` and `remote_port` (k6_http.js) that call
+/// `__volley.responseField(res, i)` once and then define the value on the response itself.
+/// Building all of them for every response was most of a request's JS cost.
+pub(crate) struct RawResponse {
+    /// duration, blocked, connecting, tls_handshaking, sending, waiting, receiving (ms).
+    timings: [f64; 7],
+    headers: Vec<(String, Vec<u8>)>,
+    method: String,
+    url: String,
+    sent_body: Option<bytes::Bytes>,
+    addr: Option<SocketAddr>,
+    target: Rc<Target>,
+}
+
+// SAFETY: no JS values inside; the lifetime is only renamed.
+unsafe impl<'js> rquickjs::JsLifetime<'js> for RawResponse {
+    type Changed<'to> = RawResponse;
+}
+
+impl<'js> rquickjs::class::Trace<'js> for RawResponse {
+    fn trace<'a>(&self, _tracer: rquickjs::class::Tracer<'a, 'js>) {}
+}
+
+impl<'js> rquickjs::class::JsClass<'js> for RawResponse {
+    const NAME: &'static str = "Response";
+    type Mutable = rquickjs::class::Readable;
+
+    fn constructor(
+        _ctx: &Ctx<'js>,
+    ) -> rquickjs::Result<Option<rquickjs::function::Constructor<'js>>> {
+        Ok(None)
+    }
+}
+
+/// `__volley.responseField(res, i)`: field `i` of [`RawResponse`] as JS, or `undefined`
+/// when `res` is not a Response made by `request`.
+fn response_field<'js>(ctx: &Ctx<'js>, res: &Value<'js>, i: u32) -> rquickjs::Result<Value<'js>> {
+    let Some(c) = res.as_object().and_then(Class::<RawResponse>::from_object) else {
+        return Ok(Value::new_undefined(ctx.clone()));
+    };
+    let r = c.borrow();
+    let Some(k) = ctx.userdata::<Keys>() else {
+        return Ok(Value::new_undefined(ctx.clone()));
+    };
+    Ok(match i {
+        0 => {
+            let hdrs = Object::new(ctx.clone())?;
+            for (name, value) in &r.headers {
+                let key = canonical(name);
+                let v = String::from_utf8_lossy(value);
+                let joined = match hdrs.get::<_, Option<String>>(key.as_str())? {
+                    Some(prev) => format!("{prev}, {v}"),
+                    None => v.into_owned(),
+                };
+                hdrs.set(key, joined)?;
+            }
+            hdrs.into_value()
+        }
+        1 => {
+            let tm = Object::new(ctx.clone())?;
+            let names = [
+                &k.duration,
+                &k.blocked,
+                &k.connecting,
+                &k.tls_handshaking,
+                &k.sending,
+                &k.waiting,
+                &k.receiving,
+            ];
+            for (name, v) in names.into_iter().zip(r.timings) {
+                tm.set(name.clone(), v)?;
+            }
+            tm.into_value()
+        }
+        2 => {
+            let req = Object::new(ctx.clone())?;
+            req.set(k.method.clone(), r.method.as_str())?;
+            req.set(k.url.clone(), r.url.as_str())?;
+            let sent = r.sent_body.as_deref().unwrap_or_default();
+            req.set(k.body.clone(), String::from_utf8_lossy(sent).as_ref())?;
+            req.into_value()
+        }
+        3 => crate::modules::http_ext::response_cookies(ctx, &r.target, &r.headers)?.into_value(),
+        4 => match r.addr {
+            Some(a) => rquickjs::String::from_str(ctx.clone(), &a.ip().to_string())?.into_value(),
+            None => Value::new_undefined(ctx.clone()),
+        },
+        5 => match r.addr {
+            Some(a) => Value::new_int(ctx.clone(), a.port() as i32),
+            None => Value::new_undefined(ctx.clone()),
+        },
+        _ => Value::new_undefined(ctx.clone()),
+    })
 }
 
 /// Wait for every future at once (a batch's hops run concurrently on the VU's thread).
@@ -997,6 +1097,12 @@ pub(crate) fn install<'js>(
         }
     };
     v.set("batch", Function::new(ctx.clone(), batch)?)?;
+    v.set(
+        "responseField",
+        Function::new(ctx.clone(), |ctx: Ctx<'js>, res: Value<'js>, i: u32| {
+            response_field(&ctx, &res, i)
+        })?,
+    )?;
     Ok(())
 }
 

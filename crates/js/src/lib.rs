@@ -27,12 +27,15 @@
 //!   the end (the verdict, exit code 99).
 //! - [`handle_summary`]: calling the script's `handleSummary(data)` and writing its outputs.
 //! - [`out_json`]: `--out json=FILE`, k6's NDJSON of every sample, streamed per worker.
+//! - [`outputs`]: the other `--out`s: CSV (per sample), InfluxDB and Prometheus remote write
+//!   (per-second aggregates), JUnit (at the end).
 
 pub mod handle_summary;
 pub mod http;
 pub(crate) mod modules;
 pub mod options;
 pub mod out_json;
+pub mod outputs;
 pub mod script;
 pub mod summary;
 pub mod thresholds;
@@ -178,6 +181,28 @@ pub fn run(
 ) -> Result<RunOutput, RunError> {
     let script = script::load(path, env).map_err(|e| RunError::Script(e.0))?;
     let mut resolved = options::resolve(&script.options, cli).map_err(RunError::Config)?;
+    // `--threshold METRIC:EXPR` adds to options.thresholds[METRIC].
+    if !cli.thresholds.is_empty() {
+        let all = resolved
+            .thresholds
+            .get_or_insert_with(|| serde_json::Value::Object(Default::default()));
+        let Some(map) = all.as_object_mut() else {
+            return Err(RunError::Config(
+                "options.thresholds: expected an object mapping metric names to arrays".into(),
+            ));
+        };
+        for (key, expr) in &cli.thresholds {
+            let list = map
+                .entry(key.clone())
+                .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+            if !list.is_array() {
+                *list = serde_json::Value::Array(vec![list.take()]);
+            }
+            if let Some(a) = list.as_array_mut() {
+                a.push(expr.clone().into());
+            }
+        }
+    }
     let ths = match &resolved.thresholds {
         Some(v) => {
             let custom = script.shared.metrics.lock().unwrap().clone();
@@ -187,17 +212,32 @@ pub fn run(
                     .find(|(n, _)| *n == name)
                     .map(|(_, k)| *k)
                     .or_else(|| custom.get(name).map(|(k, _)| *k))
+                    // `--monitor`'s gauges (checked against the plan below).
+                    .or_else(|| name.starts_with("monitor_").then_some(MetricKind::Gauge))
             })
             .map_err(RunError::Config)?
         }
         None => Vec::new(),
     };
+    if let Some(t) = ths.iter().find(|t| {
+        t.name.starts_with("monitor_")
+            && cli.monitor.specs.is_empty()
+            && !script.shared.metrics.lock().unwrap().contains_key(&t.name)
+    }) {
+        return Err(RunError::Config(format!(
+            "options.thresholds[\"{}\"]: monitor_* metrics are recorded only while watching a \
+             target; add --monitor pid:N (or cmd:NAME, cgroup:/path, url:...)",
+            t.metric
+        )));
+    }
     if let Some(path) = &cli.out_json {
         let mut out = out_json::JsonOut::create(path).map_err(RunError::Other)?;
         out.set_thresholds(&ths);
         resolved.settings.json_out = Some(Arc::new(out));
     }
     let json_out = resolved.settings.json_out.clone();
+    let mut outs = outputs::Outputs::start(&cli.outputs).map_err(RunError::Other)?;
+    resolved.settings.csv_out = outs.csv.clone();
     let _ = script.shared.settings.set(resolved.settings.clone());
     modules::execution::set_plan(&script.shared, &resolved.executor, &script.options);
     for o in &resolved.ignored {
@@ -223,6 +263,7 @@ pub fn run(
         threads,
         graceful_stop: Duration::from_secs(30),
         iteration_tags: tags,
+        monitor: cli.monitor.clone(),
     };
     let factory = Arc::new(vu::JsFactory {
         shared: script.shared.clone(),
@@ -231,7 +272,9 @@ pub fn run(
     let mut threshold_abort: Option<String> = None;
     let mut aborted_at: Vec<bool> = vec![false; ths.len()];
     let abort_ths: Vec<usize> = (0..ths.len()).filter(|i| ths[*i].abort_on_fail).collect();
+    let warmup_s = volley_monitor::drift::live_warmup(resolved.executor.duration().as_secs_f64());
     let mut hook = |agg: &volley_metrics::Aggregator, elapsed: Duration| -> bool {
+        outs.tick(agg, elapsed);
         if let Some(out) = &json_out {
             for name in ["vus", "vus_max"] {
                 if let Some(volley_metrics::Agg::Gauge { last, .. }) =
@@ -248,6 +291,15 @@ pub fn run(
         for &i in &abort_ths {
             let th = &ths[i];
             if elapsed < th.delay_abort_eval {
+                continue;
+            }
+            if th.drift.is_some() {
+                if th.check_live(agg, elapsed.as_secs_f64(), warmup_s) == Some(false) {
+                    aborted_at[i] = true;
+                    if !crossed.contains(&th.metric) {
+                        crossed.push(th.metric.clone());
+                    }
+                }
                 continue;
             }
             let merged = thresholds::merged(
@@ -323,11 +375,12 @@ pub fn run(
         .iter()
         .filter_map(|m| Some((m.name.clone(), m.tags.clone(), m.to_agg().ok()?)))
         .collect();
-    let verdicts = thresholds::evaluate(
+    let mut verdicts = thresholds::evaluate(
         &ths,
         || aggs.iter().map(|(n, t, a)| (n.as_str(), t, a)),
         result.meta.duration_s,
     );
+    thresholds::evaluate_drift(&ths, &result, &mut verdicts);
     result.thresholds = ths
         .iter()
         .zip(&verdicts)
@@ -336,10 +389,14 @@ pub fn run(
             metric: t.metric.clone(),
             expression: t.source.clone(),
             ok: v.ok && !ab,
-            observed: Some(v.observed),
+            // Drift thresholds without data observe nothing (NaN).
+            observed: v.observed.is_finite().then_some(v.observed),
             aborted: *ab,
         })
         .collect();
+    for e in outs.finish(&result) {
+        eprintln!("WARN[0000] {e}");
+    }
     if let Some(e) = json_out.as_ref().and_then(|o| o.error()) {
         eprintln!("WARN[0000] {e}");
     }

@@ -20,6 +20,13 @@ pub struct CliOptions {
     pub iterations: Option<u64>,
     /// `--out json=FILE`: k6's NDJSON of every sample.
     pub out_json: Option<std::path::PathBuf>,
+    /// The other `--out`s (csv, junit, influxdb, prometheus).
+    pub outputs: Vec<crate::outputs::OutSpec>,
+    /// `--monitor`: targets sampled on the run's timeline (`monitor_*` gauges).
+    pub monitor: volley_engine::MonitorPlan,
+    /// `--threshold METRIC:EXPR`, as (metric key, expression): added to
+    /// `options.thresholds[METRIC]`.
+    pub thresholds: Vec<(String, String)>,
 }
 
 /// What the options resolve to.
@@ -56,6 +63,8 @@ pub struct RunSettings {
     pub batch_per_host: u64,
     /// `--out json`: where every sample goes.
     pub json_out: Option<Arc<crate::out_json::JsonOut>>,
+    /// `--out csv`: k6's CSV of every sample.
+    pub csv_out: Option<Arc<crate::outputs::csv::CsvOut>>,
 }
 
 impl Default for RunSettings {
@@ -74,6 +83,7 @@ impl Default for RunSettings {
             batch: 20,
             batch_per_host: 6,
             json_out: None,
+            csv_out: None,
         }
     }
 }

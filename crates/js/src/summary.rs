@@ -59,6 +59,8 @@ pub struct Summary {
     pub groups: Vec<String>,
     pub duration_s: f64,
     pub options: SummaryOptions,
+    /// Watched targets (`--monitor`), by their `target` tag: the "Target" block.
+    pub targets: BTreeMap<String, volley_monitor::TargetSummary>,
 }
 
 impl Summary {
@@ -193,6 +195,7 @@ impl Summary {
             groups: all,
             duration_s: r.meta.duration_s,
             options,
+            targets: volley_monitor::summarize(r),
         })
     }
 
@@ -364,6 +367,8 @@ impl Summary {
                 " ".repeat(ind)
             ));
         }
+        // `--monitor`: start, peak, end and slope per watched target.
+        out.push_str(&volley_monitor::summary::render_text(&self.targets, "", ""));
         out.push('\n');
         out
     }
@@ -626,50 +631,8 @@ pub(crate) fn kind_name(k: MetricKind) -> &'static str {
 
 /// MD5 as lowercase hex: k6 names groups and checks by the MD5 of their path.
 pub(crate) fn md5_hex(input: &[u8]) -> String {
-    const S: [u32; 64] = [
-        7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 5, 9, 14, 20, 5, 9, 14, 20, 5,
-        9, 14, 20, 5, 9, 14, 20, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 6, 10,
-        15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21,
-    ];
-    let k: Vec<u32> = (0..64)
-        .map(|i| ((i as f64 + 1.0).sin().abs() * 4_294_967_296.0) as u32)
-        .collect();
-    let mut msg = input.to_vec();
-    let bit_len = (input.len() as u64).wrapping_mul(8);
-    msg.push(0x80);
-    while msg.len() % 64 != 56 {
-        msg.push(0);
-    }
-    msg.extend_from_slice(&bit_len.to_le_bytes());
-    let (mut a0, mut b0, mut c0, mut d0) =
-        (0x67452301u32, 0xefcdab89u32, 0x98badcfeu32, 0x10325476u32);
-    for chunk in msg.chunks(64) {
-        let m: Vec<u32> = chunk
-            .chunks(4)
-            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-            .collect();
-        let (mut a, mut b, mut c, mut d) = (a0, b0, c0, d0);
-        for i in 0..64 {
-            let (f, g) = match i / 16 {
-                0 => ((b & c) | (!b & d), i),
-                1 => ((d & b) | (!d & c), (5 * i + 1) % 16),
-                2 => (b ^ c ^ d, (3 * i + 5) % 16),
-                _ => (c ^ (b | !d), (7 * i) % 16),
-            };
-            let f2 = f.wrapping_add(a).wrapping_add(k[i]).wrapping_add(m[g]);
-            a = d;
-            d = c;
-            c = b;
-            b = b.wrapping_add(f2.rotate_left(S[i]));
-        }
-        a0 = a0.wrapping_add(a);
-        b0 = b0.wrapping_add(b);
-        c0 = c0.wrapping_add(c);
-        d0 = d0.wrapping_add(d);
-    }
-    [a0, b0, c0, d0]
+    crate::modules::crypto::md5(input)
         .iter()
-        .flat_map(|w| w.to_le_bytes())
         .map(|b| format!("{b:02x}"))
         .collect()
 }

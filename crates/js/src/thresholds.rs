@@ -6,6 +6,16 @@
 //! is a string or `{threshold, abortOnFail, delayAbortEval}`. The metric key may select a
 //! sub-metric by tags, `http_req_duration{name:verify,method:GET}`: every series whose tags
 //! include all those pairs, merged.
+//!
+//! Volley extends the grammar with drift checks judged on the run's per-second series rather
+//! than on its totals (see [`volley_monitor::drift`]): `slope<5MB/h` (least-squares slope
+//! after warm-up), `drift(p95)<10%` (the last tenth of the run against the first tenth after
+//! warm-up) on any metric, and on gauges (the `monitor_*` metrics of `--monitor`) `max<2GB`,
+//! `min>0`, `avg<80`, `last<1GB` with units. An expression that starts with `slope` or
+//! `drift(` is always one of these; any other is parsed as k6's first, and only a gauge
+//! expression that k6's grammar rejects falls back to them. They are judged at the end of the
+//! run; with `abortOnFail`, `slope` (and `max`/`min`/`last` on gauges) also once a second
+//! after a warm-up ([`volley_monitor::drift::live_warmup`]).
 
 use std::time::Duration;
 use volley_metrics::agg::TrendAgg;
@@ -50,6 +60,10 @@ pub struct Threshold {
     pub target: f64,
     pub abort_on_fail: bool,
     pub delay_abort_eval: Duration,
+    /// A drift check (`slope<5MB/h`, `drift(p95)<10%`, `max<2GB` on a gauge): judged by
+    /// [`volley_monitor::drift`] on the run's series; `stat`, `op` and `target` then only
+    /// mirror it.
+    pub drift: Option<volley_monitor::Check>,
 }
 
 /// A metric key split into name and tag filter: `a{b:c, d:"e"}` → (`a`, [(b,c),(d,e)]).
@@ -239,16 +253,8 @@ pub fn parse(
                     ))
                 }
             };
-            let (stat, op, target) =
-                parse_expression(&source).map_err(|e| format!("{ipath}: {e}"))?;
-            if !stat_allowed(kind, &stat) {
-                return Err(format!(
-                    "{ipath}: '{source}': this aggregation does not apply to '{name}', a {} \
-                     metric (use {})",
-                    crate::summary::kind_name(kind),
-                    allowed_list(kind)
-                ));
-            }
+            let (stat, op, target, drift) =
+                parse_any(&source, kind, &name).map_err(|e| format!("{ipath}: {e}"))?;
             out.push(Threshold {
                 metric: key.clone(),
                 name: name.clone(),
@@ -259,10 +265,54 @@ pub fn parse(
                 target,
                 abort_on_fail,
                 delay_abort_eval: delay,
+                drift,
             });
         }
     }
     Ok(out)
+}
+
+/// A k6 expression, or one of volley's drift checks (see the module docs).
+fn parse_any(
+    source: &str,
+    kind: MetricKind,
+    name: &str,
+) -> Result<(Stat, Op, f64, Option<volley_monitor::Check>), String> {
+    let drift = |c: volley_monitor::Check| {
+        use volley_monitor::drift::Op as D;
+        let op = match c.op {
+            D::Lt => Op::Lt,
+            D::Le => Op::Le,
+            D::Gt => Op::Gt,
+            D::Ge => Op::Ge,
+        };
+        (Stat::Value, op, c.limit, Some(c))
+    };
+    if volley_monitor::is_drift_check(source) {
+        return volley_monitor::Check::parse(source).map(drift);
+    }
+    let k6 = parse_expression(source);
+    if let Ok((stat, op, target)) = &k6 {
+        if stat_allowed(kind, stat) {
+            return Ok((stat.clone(), *op, *target, None));
+        }
+    }
+    if kind == MetricKind::Gauge {
+        if let Ok(c) = volley_monitor::Check::parse(source) {
+            return Ok(drift(c));
+        }
+    }
+    k6?;
+    Err(format!(
+        "'{source}': this aggregation does not apply to '{name}', a {} metric (use {}{})",
+        crate::summary::kind_name(kind),
+        allowed_list(kind),
+        if kind == MetricKind::Gauge {
+            ", or max, min, avg, last, slope, drift(avg) with units, e.g. max<2GB, slope<5MB/h"
+        } else {
+            ", or slope<N/h, drift(p95)<N%"
+        }
+    ))
 }
 
 impl Threshold {
@@ -359,6 +409,75 @@ where
         .collect()
 }
 
+/// Replace the verdicts of drift thresholds (see the module docs) with their judgement on the
+/// finished run; `verdicts` are [`evaluate`]'s, in the same order. A drift threshold passes
+/// when every series it selects passes; its observed value is the worst one (NaN: no data,
+/// which fails).
+pub fn evaluate_drift(ths: &[Threshold], r: &volley_metrics::RunResult, verdicts: &mut [Verdict]) {
+    for (th, v) in ths.iter().zip(verdicts.iter_mut()) {
+        let Some(c) = &th.drift else { continue };
+        let tags: TagSet = th.tags.iter().cloned().collect();
+        let outcomes = volley_monitor::evaluate(r, &th.name, &tags, c);
+        let upper = matches!(
+            c.op,
+            volley_monitor::drift::Op::Lt | volley_monitor::drift::Op::Le
+        );
+        let worst = outcomes.iter().filter_map(|o| o.observed).reduce(|a, b| {
+            if upper {
+                a.max(b)
+            } else {
+                a.min(b)
+            }
+        });
+        *v = Verdict {
+            ok: !outcomes.is_empty() && outcomes.iter().all(|o| o.passed),
+            observed: worst.unwrap_or(f64::NAN),
+        };
+    }
+}
+
+impl Threshold {
+    /// A drift threshold during the run (`abortOnFail`), `elapsed_s` into it: `Some(false)`
+    /// once it is crossed, None while it cannot be judged yet. `slope` is judged after
+    /// `warmup_s` ([`volley_monitor::drift::live_slope`]); `max`, `min` and `last` on gauges at
+    /// once; `avg` and `drift()` need the whole run and are left to the end.
+    pub fn check_live(
+        &self,
+        agg: &volley_metrics::Aggregator,
+        elapsed_s: f64,
+        warmup_s: f64,
+    ) -> Option<bool> {
+        use volley_monitor::drift::Aggregate as A;
+        let c = self.drift.as_ref()?;
+        let bytes = format!("{}_bytes", self.name);
+        let mut verdict = None;
+        for (d, a) in agg.totals() {
+            let (name, tags) = (&d.key.name, &d.key.tags);
+            if (*name != self.name && *name != bytes)
+                || !self
+                    .tags
+                    .iter()
+                    .all(|(k, v)| tags.get(k).map(String::as_str) == Some(v.as_str()))
+            {
+                continue;
+            }
+            let observed = match (c.aggregate, a) {
+                (A::Slope, _) => {
+                    volley_monitor::drift::live_slope(agg.series(), name, tags, elapsed_s, warmup_s)
+                }
+                (A::Max, Agg::Gauge { max, n, .. }) if *n > 0 => Some(*max),
+                (A::Min, Agg::Gauge { min, n, .. }) if *n > 0 => Some(*min),
+                (A::Last, Agg::Gauge { last, n, .. }) if *n > 0 => Some(*last),
+                _ => None,
+            };
+            if let Some(v) = observed {
+                verdict = Some(verdict.unwrap_or(true) && c.passes(v));
+            }
+        }
+        verdict
+    }
+}
+
 /// k6's message for crossed thresholds: `thresholds on metrics 'a, b' have been crossed`.
 pub fn crossed_names(ths: &[Threshold], verdicts: &[Verdict]) -> Vec<String> {
     let mut names: Vec<String> = ths
@@ -453,6 +572,111 @@ mod tests {
         );
         let e = parse(&json!({"checks": ["rate>>1"]}), kind).unwrap_err();
         assert!(e.contains("[0]"), "{e}");
+    }
+
+    fn kind_or_monitor(n: &str) -> Option<MetricKind> {
+        kind(n).or_else(|| n.starts_with("monitor_").then_some(MetricKind::Gauge))
+    }
+
+    #[test]
+    fn drift_checks_extend_the_grammar_without_changing_k6s() {
+        let ths = parse(
+            &json!({
+                "monitor_rss_bytes{target:api}": ["slope<5MB/h", "max<2GB", "value<3000000000"],
+                "http_req_duration": ["drift(p95)<10%", "max<200", "p(95)<300"],
+                "vus": ["max<=10"],
+            }),
+            kind_or_monitor,
+        )
+        .unwrap();
+        let get = |src: &str| ths.iter().find(|t| t.source == src).unwrap();
+        let slope = get("slope<5MB/h");
+        assert_eq!(slope.tags, vec![("target".into(), "api".into())]);
+        let c = slope.drift.as_ref().unwrap();
+        assert_eq!(c.aggregate, volley_monitor::drift::Aggregate::Slope);
+        assert_eq!((slope.op, slope.target), (Op::Lt, 5e6));
+        assert_eq!(get("max<2GB").drift.as_ref().unwrap().limit, 2e9);
+        assert!(get("drift(p95)<10%").drift.is_some());
+        // k6's own forms stay k6's: value on a gauge, max and p(N) on a trend.
+        assert!(get("value<3000000000").drift.is_none());
+        assert_eq!(get("max<200").stat, Stat::Max);
+        assert!(get("max<200").drift.is_none());
+        // max on a gauge is not k6 grammar: it becomes a drift check over the run.
+        assert!(get("max<=10").drift.is_some());
+        for (key, bad, needle) in [
+            ("http_req_duration", "slope<5XB/h", "unknown unit"),
+            ("http_req_duration", "drift(p42)<1%", "drift() takes"),
+            ("http_req_duration", "max<2GB", "not a number"),
+            ("http_reqs", "max<2", "count, rate, or slope"),
+        ] {
+            let e = parse(&json!({ key: [bad] }), kind_or_monitor).unwrap_err();
+            assert!(e.contains(needle) && e.contains("[0]"), "{key} {bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn drift_verdicts_replace_the_k6_ones_and_missing_data_fails() {
+        use volley_metrics::{Aggregator, MetricKey, Recorder, RunMeta, RunResult};
+        let mut agg = Aggregator::new(1, 100);
+        let mut rec = Recorder::new();
+        let api = MetricKey::tagged("monitor_rss_bytes", &[("target", "api")]);
+        let db = MetricKey::tagged("monitor_rss_bytes", &[("target", "db")]);
+        let ha = rec.handle(api, MetricKind::Gauge, volley_metrics::Unit::Data);
+        let hd = rec.handle(db, MetricKind::Gauge, volley_metrics::Unit::Data);
+        for t in 0..30u64 {
+            // api leaks 1 MB/s, db is steady.
+            rec.add(ha, 1e8 + t as f64 * 1e6);
+            rec.add(hd, 5e7);
+            agg.add(0, t, rec.snapshot());
+            // Live: the slope is judged only after the warm-up and enough samples.
+            let th = parse(
+                &json!({"monitor_rss_bytes": ["slope<5MB/h"]}),
+                kind_or_monitor,
+            )
+            .unwrap();
+            let live = th[0].check_live(&agg, t as f64 + 1.0, 10.0);
+            if t < 10 {
+                assert_eq!(live, None, "{t}");
+            } else if t >= 21 {
+                assert_eq!(live, Some(false), "{t}");
+            }
+        }
+        let (metrics, series) = agg.finish();
+        let meta = RunMeta {
+            duration_s: 30.0,
+            ..Default::default()
+        };
+        let r = RunResult::new(meta, serde_json::Value::Null, metrics, series);
+        let ths = parse(
+            &json!({
+                "monitor_rss_bytes": ["slope<5MB/h"],
+                "monitor_rss_bytes{target:db}": ["slope<5MB/h", "max<100MB"],
+                "monitor_rss_bytes{target:web}": ["max<1GB"],
+            }),
+            kind_or_monitor,
+        )
+        .unwrap();
+        let mut v = vec![
+            Verdict {
+                ok: true,
+                observed: 0.0
+            };
+            ths.len()
+        ];
+        evaluate_drift(&ths, &r, &mut v);
+        let by = |m: &str, src: &str| {
+            let i = ths
+                .iter()
+                .position(|t| t.metric == m && t.source == src)
+                .unwrap();
+            v[i].clone()
+        };
+        let all = by("monitor_rss_bytes", "slope<5MB/h");
+        assert!(!all.ok && (all.observed - 3.6e9).abs() < 1e6, "{all:?}");
+        assert!(by("monitor_rss_bytes{target:db}", "slope<5MB/h").ok);
+        assert!(by("monitor_rss_bytes{target:db}", "max<100MB").ok);
+        let web = by("monitor_rss_bytes{target:web}", "max<1GB");
+        assert!(!web.ok && web.observed.is_nan(), "{web:?}");
     }
 
     #[test]

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use volley_engine::vus::{Outcome, Phase, VuBody, VuFactory, WorkerEnv};
-use volley_metrics::{MetricKey, MetricKind, Recorder, TagSet, Unit};
+use volley_metrics::{Handle, MetricKey, MetricKind, Recorder, TagSet, Unit};
 
 /// Coroutine stack per VU (virtual memory; only touched pages cost RSS).
 pub(crate) const CO_STACK: usize = 1024 * 1024;
@@ -141,6 +141,8 @@ pub(crate) struct VuState {
     /// Custom metrics declared by this VU: (name, kind, unit).
     metrics: RefCell<Vec<(String, MetricKind, Unit)>>,
     pub(crate) http: RefCell<crate::http::VuHttp>,
+    /// `check()` series without extra tags, resolved once: (check name, group, handle).
+    checks: RefCell<Vec<(String, String, Handle)>>,
     /// VU tags, cookie jars, response callback, abort (`crate::modules`).
     pub(crate) ext: crate::modules::VuExt,
 }
@@ -169,6 +171,7 @@ impl VuState {
             group_starts: RefCell::new(Vec::new()),
             metrics: RefCell::new(Vec::new()),
             http: RefCell::new(crate::http::VuHttp::default()),
+            checks: RefCell::new(Vec::new()),
             ext: Default::default(),
         }
     }
@@ -270,8 +273,28 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
                     if st.in_init.get() {
                         return Err(throw(&ctx, "check() is not allowed in the init context"));
                     }
+                    // Without extra tags (and VU tags, which may change) the series is
+                    // resolved once per check name and group.
+                    let plain = tags
+                        .0
+                        .as_ref()
+                        .is_none_or(|t| t.is_null() || t.is_undefined())
+                        && st.ext.tags.borrow().is_empty();
+                    if plain {
+                        let group = st.group.borrow();
+                        let hit = st
+                            .checks
+                            .borrow()
+                            .iter()
+                            .find(|c| c.0 == name && c.1 == *group)
+                            .map(|c| c.2);
+                        if let Some(h) = hit {
+                            st.rec.borrow_mut().rate(h, pass);
+                            return Ok(());
+                        }
+                    }
                     let mut t = st.base_tags();
-                    t.insert("check".into(), name);
+                    t.insert("check".into(), name.clone());
                     add_tags(&mut t, tags.0)?;
                     let mut rec = st.rec.borrow_mut();
                     let h = rec.handle(
@@ -283,6 +306,10 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
                         Unit::Default,
                     );
                     rec.rate(h, pass);
+                    let mut cache = st.checks.borrow_mut();
+                    if plain && cache.len() < 64 {
+                        cache.push((name, st.group.borrow().clone(), h));
+                    }
                     Ok(())
                 },
             )?,
@@ -683,6 +710,9 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
     let mut data: Option<Value<'js>> = None;
     let mut iter: u64 = 0;
     let mut outcome = Outcome::Ok;
+    // Set every iteration: an atom spares looking the name up each time.
+    let iter_key = rquickjs::Atom::from_str(ctx.clone(), "__ITER").ok();
+    let globals = ctx.globals();
     loop {
         let cmd = match y.suspend(Yield::Done(std::mem::replace(&mut outcome, Outcome::Ok))) {
             Resume::Cmd(c) => c,
@@ -734,7 +764,9 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
                 Some(f) => {
                     crate::http::new_iteration(st);
                     crate::modules::begin_iteration(st, scenario_iter);
-                    let _ = ctx.globals().set("__ITER", iter);
+                    if let Some(k) = &iter_key {
+                        let _ = globals.set(k.clone(), iter);
+                    }
                     iter += 1;
                     let d = setup_data(ctx, st, &mut data);
                     let r: rquickjs::Result<Value<'js>> = f.call((d,));
@@ -806,12 +838,14 @@ impl VuFactory for JsFactory {
     type Body = JsVu;
 
     fn create(&self, env: &WorkerEnv, id: u64) -> Result<JsVu, String> {
-        if let Some(out) = &self.shared.settings().json_out {
-            let mut rec = env.recorder.borrow_mut();
-            if !rec.has_sink() {
-                rec.set_sink(out.sink());
+        // --out json / csv: every sample also goes to the per-sample outputs.
+        let mut rec = env.recorder.borrow_mut();
+        if !rec.has_sink() {
+            if let Some(sink) = crate::outputs::sample_sink(self.shared.settings()) {
+                rec.set_sink(sink);
             }
         }
+        drop(rec);
         JsVu::new(id, self.shared.clone(), env).map_err(|e| e.0)
     }
 }

@@ -8,7 +8,7 @@
 //! [`evaluate`] judges every series of a metric that carries the given tags.
 
 use volley_metrics::series::Stat;
-use volley_metrics::{RunResult, TagSet, TotalValue};
+use volley_metrics::{RunResult, Series, TagSet, TotalValue};
 
 /// Share of the run treated as warm-up and left out of slopes and drift windows.
 pub const WARMUP_FRACTION: f64 = 0.1;
@@ -72,7 +72,17 @@ impl Field {
 /// One series' values over time: (seconds from the run's start, value, weight). A gauge's
 /// `last` was read at the end of its bucket, so its time is the bucket's last second.
 pub fn points(r: &RunResult, name: &str, tags: &TagSet, field: Field) -> Vec<(f64, f64, f64)> {
-    r.series
+    series_points(&r.series, name, tags, field)
+}
+
+/// [`points`] of a bare series (also a run still in progress, from its aggregator).
+pub fn series_points(
+    series: &Series,
+    name: &str,
+    tags: &TagSet,
+    field: Field,
+) -> Vec<(f64, f64, f64)> {
+    series
         .points
         .iter()
         .filter_map(|p| {
@@ -108,6 +118,43 @@ fn after_warmup(pts: Vec<(f64, f64, f64)>, span: f64) -> Vec<(f64, f64, f64)> {
 pub fn slope(r: &RunResult, name: &str, tags: &TagSet) -> Option<f64> {
     let pts = after_warmup(points(r, name, tags, Field::Value), span(r));
     let xy: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.1)).collect();
+    slope_per_hour(&xy)
+}
+
+/// Minimum of the warm-up before a slope is judged *during* a run (see [`live_slope`]).
+pub const LIVE_WARMUP_MIN: f64 = 10.0;
+/// Maximum of the warm-up before a slope is judged during a run.
+pub const LIVE_WARMUP_MAX: f64 = 60.0;
+/// Samples a slope needs past the warm-up before it is judged during a run.
+pub const LIVE_MIN_POINTS: usize = 10;
+
+/// How long into a run of `planned_s` seconds a slope starts being judged while the run goes
+/// on (for `abortOnFail`): a tenth of the planned duration, at least 10 s and at most 60 s.
+pub fn live_warmup(planned_s: f64) -> f64 {
+    (planned_s * WARMUP_FRACTION).clamp(LIVE_WARMUP_MIN, LIVE_WARMUP_MAX)
+}
+
+/// The slope (units per hour) of a series of a run still in progress, `elapsed_s` into it,
+/// judged on the samples after `warmup_s` (see [`live_warmup`]); None until the warm-up is
+/// over and [`LIVE_MIN_POINTS`] samples followed it. The verdict at the end uses [`slope`].
+pub fn live_slope(
+    series: &Series,
+    name: &str,
+    tags: &TagSet,
+    elapsed_s: f64,
+    warmup_s: f64,
+) -> Option<f64> {
+    if elapsed_s < warmup_s {
+        return None;
+    }
+    let xy: Vec<(f64, f64)> = series_points(series, name, tags, Field::Value)
+        .into_iter()
+        .filter(|p| p.0 >= warmup_s)
+        .map(|p| (p.0, p.1))
+        .collect();
+    if xy.len() < LIVE_MIN_POINTS {
+        return None;
+    }
     slope_per_hour(&xy)
 }
 
@@ -258,6 +305,11 @@ fn parse_amount(s: &str, rate: bool) -> Result<f64, String> {
 }
 
 impl Check {
+    /// Does an observed value pass? (`observed` in the units [`evaluate`] reports.)
+    pub fn passes(&self, observed: f64) -> bool {
+        self.op.holds(observed, self.limit)
+    }
+
     pub fn parse(expr: &str) -> Result<Check, String> {
         let e = expr.trim();
         let hint = || {
@@ -423,6 +475,22 @@ mod tests {
 
     fn target(v: &str) -> TagSet {
         [("target".to_string(), v.to_string())].into()
+    }
+
+    #[test]
+    fn live_slope_waits_for_the_warm_up_and_enough_samples() {
+        assert_eq!(live_warmup(30.0), LIVE_WARMUP_MIN);
+        assert_eq!(live_warmup(300.0), 30.0);
+        assert_eq!(live_warmup(86_400.0), LIVE_WARMUP_MAX);
+        // A noisy start (ignored), then 1 MB/s.
+        let r = run(40, |t| if t < 5.0 { 9e9 } else { 1e8 + t * 1e6 }, |_| 5);
+        let (s, tags) = (&r.series, target("api"));
+        assert_eq!(live_slope(s, "monitor_rss_bytes", &tags, 9.0, 10.0), None);
+        // Only points at or after the warm-up count; fewer than 10 of them: not yet.
+        assert_eq!(live_slope(s, "monitor_rss_bytes", &tags, 15.0, 35.0), None);
+        let v = live_slope(s, "monitor_rss_bytes", &tags, 40.0, 10.0).unwrap();
+        assert!((v - 3.6e9).abs() < 1e6, "{v}");
+        assert!(Check::parse("slope<5MB/h").unwrap().passes(4e6));
     }
 
     #[test]

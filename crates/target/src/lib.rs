@@ -81,6 +81,7 @@
 
 mod body;
 mod codec;
+pub mod harness;
 mod meter;
 mod routes;
 mod server;
@@ -88,23 +89,16 @@ mod tls;
 
 use std::fmt;
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tokio::net::{TcpListener, TcpSocket};
+use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
-use tokio::sync::oneshot;
 
+use crate::harness::Background;
 use crate::meter::Counters;
 use crate::server::Shared;
-
-/// Pending connections the kernel queues while the target is busy; benchmarks open many at
-/// once.
-const LISTEN_BACKLOG: u32 = 1024;
-/// How long stopping waits for the runtime's threads.
-const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How to run the target.
 #[derive(Debug, Clone)]
@@ -166,8 +160,7 @@ pub struct RunningTarget {
     addr: SocketAddr,
     tls: bool,
     counters: Arc<Counters>,
-    stop: Option<oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+    server: Background,
 }
 
 impl fmt::Debug for RunningTarget {
@@ -198,33 +191,12 @@ impl RunningTarget {
     /// Stops accepting, ends open connections, and returns once the target's thread and
     /// runtime are gone.
     pub fn shutdown(mut self) {
-        self.stop();
-    }
-
-    fn stop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for RunningTarget {
-    fn drop(&mut self) {
-        self.stop();
+        self.server.stop();
     }
 }
 
 fn url(addr: SocketAddr, tls: bool) -> String {
-    let scheme = if tls { "https" } else { "http" };
-    let ip = match addr.ip() {
-        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
-        ip => ip,
-    };
-    format!("{scheme}://{}", SocketAddr::new(ip, addr.port()))
+    harness::url(if tls { "https" } else { "http" }, addr)
 }
 
 /// Builds everything that can fail before serving: runtime, TLS config, listening socket.
@@ -237,18 +209,7 @@ fn prepare(config: &TargetConfig) -> io::Result<(Runtime, TcpListener, Arc<Share
         .build()?;
     let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
     let shared = Arc::new(Shared::new(config.delay_all, tls));
-    let listener = {
-        // Registering the socket needs the runtime's reactor.
-        let _guard = runtime.enter();
-        let socket = match config.listen {
-            SocketAddr::V4(_) => TcpSocket::new_v4()?,
-            SocketAddr::V6(_) => TcpSocket::new_v6()?,
-        };
-        // Lets a restarted target rebind a port with connections still in TIME_WAIT.
-        socket.set_reuseaddr(true)?;
-        socket.bind(config.listen)?;
-        socket.listen(LISTEN_BACKLOG)?
-    };
+    let listener = harness::bind(&runtime, config.listen)?;
     Ok((runtime, listener, shared))
 }
 
@@ -258,22 +219,14 @@ pub fn spawn(config: TargetConfig) -> io::Result<RunningTarget> {
     let (runtime, listener, shared) = prepare(&config)?;
     let addr = listener.local_addr()?;
     let counters = shared.counters.clone();
-    let (stop_tx, stop_rx) = oneshot::channel::<()>();
-    let thread = std::thread::Builder::new()
-        .name("volley-target-accept".into())
-        .spawn(move || {
-            runtime.block_on(server::serve(listener, shared, async {
-                // A dropped sender (RunningTarget leaked into a panic) also stops.
-                let _ = stop_rx.await;
-            }));
-            runtime.shutdown_timeout(SHUTDOWN_TIMEOUT);
-        })?;
+    let server = harness::spawn_background("volley-target-accept", runtime, move |stop| {
+        server::serve(listener, shared, stop)
+    })?;
     Ok(RunningTarget {
         addr,
         tls: config.tls.is_some(),
         counters,
-        stop: Some(stop_tx),
-        thread: Some(thread),
+        server,
     })
 }
 
@@ -283,36 +236,11 @@ pub fn spawn(config: TargetConfig) -> io::Result<RunningTarget> {
 pub fn run_blocking(config: TargetConfig, on_bound: impl FnOnce(SocketAddr)) -> io::Result<()> {
     let (runtime, listener, shared) = prepare(&config)?;
     let addr = listener.local_addr()?;
-    let result = runtime.block_on(async {
-        // Handlers are installed before announcing the address, so a signal sent as soon as
-        // the caller sees it still stops the target cleanly.
-        let stop = stop_signal()?;
-        on_bound(addr);
-        server::serve(listener, shared, stop).await;
-        Ok(())
-    });
-    runtime.shutdown_timeout(SHUTDOWN_TIMEOUT);
-    result
-}
-
-#[cfg(unix)]
-fn stop_signal() -> io::Result<impl std::future::Future<Output = ()>> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let mut terminate = signal(SignalKind::terminate())?;
-    Ok(async move {
-        tokio::select! {
-            _ = interrupt.recv() => {}
-            _ = terminate.recv() => {}
-        }
-    })
-}
-
-#[cfg(not(unix))]
-fn stop_signal() -> io::Result<impl std::future::Future<Output = ()>> {
-    Ok(async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
+    harness::run_foreground(
+        runtime,
+        || on_bound(addr),
+        |stop| server::serve(listener, shared, stop),
+    )
 }
 
 #[cfg(test)]

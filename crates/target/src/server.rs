@@ -45,34 +45,19 @@ impl Shared {
     }
 }
 
-/// Accepts until `stop` resolves. Open connections are not waited for: the caller drops the
-/// runtime, which ends them.
+/// Accepts until `stop` resolves (see [`crate::harness::accept_until`]).
 pub(crate) async fn serve(
     listener: TcpListener,
     shared: Arc<Shared>,
     stop: impl Future<Output = ()>,
 ) {
-    tokio::pin!(stop);
-    loop {
-        let accepted = tokio::select! {
-            biased;
-            () = &mut stop => return,
-            accepted = listener.accept() => accepted,
-        };
-        match accepted {
-            Ok((tcp, _)) => {
-                tokio::spawn(serve_conn(tcp, shared.clone()));
-            }
-            // Typically EMFILE or a connection reset before accept; back off briefly instead of
-            // spinning, and keep serving.
-            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-        }
-    }
+    crate::harness::accept_until(listener, stop, |tcp| {
+        tokio::spawn(serve_conn(tcp, shared.clone()));
+    })
+    .await
 }
 
 async fn serve_conn(tcp: TcpStream, shared: Arc<Shared>) {
-    // Small responses must not wait for Nagle's algorithm.
-    let _ = tcp.set_nodelay(true);
     let meter = Arc::new(ConnMeter::new(shared.counters.clone()));
     let service = ConnService {
         meter: meter.clone(),

@@ -32,7 +32,31 @@ export class Response {
   get status_text() {
     return X.statusText(this.status);
   }
+  // JSON.stringify(res) shows the lazily built fields too.
+  toJSON() {
+    for (const n of LAZY) void this[n];
+    return Object.assign({}, this);
+  }
 }
+
+// Built natively on first read, then kept on the response as plain properties (most scripts
+// never read them, and building them for every response cost more than the request).
+const LAZY = ["headers", "timings", "request", "cookies", "remote_ip", "remote_port"];
+LAZY.forEach((name, i) => {
+  const own = (o, v) =>
+    Object.defineProperty(o, name, { value: v, writable: true, enumerable: true, configurable: true });
+  Object.defineProperty(Response.prototype, name, {
+    configurable: true,
+    get() {
+      const v = V.responseField(this, i);
+      if (v !== undefined && this !== Response.prototype) own(this, v);
+      return v;
+    },
+    set(v) {
+      own(this, v);
+    },
+  });
+});
 
 const EMPTY = [];
 
@@ -118,6 +142,9 @@ export function batch(requests) {
 }
 
 export function get(url, params) {
+  // The most common call of all: straight to the native side when there is nothing to shape.
+  if (typeof url === "string" && (params === undefined || params === null) && url.indexOf("@") < 0)
+    return V.request("GET", url, null, EMPTY, null, Response.prototype);
   return request("GET", url, null, params);
 }
 export function head(url, params) {
