@@ -22,6 +22,9 @@
 #   VOLLEY  a volley binary (default: cargo build --release -p volley, copied into OUT so a
 #           rebuild during the run cannot change it)
 #   TOOLS ["k6 volley"]  GAP [2] seconds between runs
+#   QUIET_WAIT [0]  before each run wait up to this many seconds for the machine to be idle
+#                   (below QUIET_MAX [10] % busy); on a shared machine the "other CPU-s"
+#                   column shows how much other work disturbed each row
 # Nothing is installed and nothing leaves 127.0.0.1 (k6's usage report is turned off).
 set -eu
 
@@ -40,6 +43,8 @@ TARGET_CPU=${TARGET_CPU:-1}
 PORT=${PORT:-18380}
 TOOLS=${TOOLS:-"k6 volley"}
 GAP=${GAP:-2}
+QUIET_WAIT=${QUIET_WAIT:-0}
+QUIET_MAX=${QUIET_MAX:-10}
 export K6_NO_USAGE_REPORT=true
 
 log()  { echo "[$(date +%T)] $*" >&2; }
@@ -157,6 +162,20 @@ NGINXCONF
 TICKS=$(getconf CLK_TCK)
 cpu_ticks()  { [ -n "$1" ] && awk '{print $14+$15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 busy_ticks() { awk '/^cpu /{print $2+$3+$4; exit}' /proc/stat; }
+all_ticks()  { awk '/^cpu /{s=0; for(i=2;i<=9;i++) s+=$i; print s; exit}' /proc/stat; }
+wait_quiet() {  # wait (at most QUIET_WAIT s) until the machine is below QUIET_MAX % busy
+  [ "$QUIET_WAIT" -gt 0 ] || return 0
+  local start b0 a0 pct
+  start=$(date +%s)
+  while :; do
+    b0=$(busy_ticks); a0=$(all_ticks); sleep 1
+    pct=$(( 100 * ($(busy_ticks) - b0) / ($(all_ticks) - a0 + 1) ))
+    [ "$pct" -le "$QUIET_MAX" ] && return 0
+    if [ $(( $(date +%s) - start )) -ge "$QUIET_WAIT" ]; then
+      log "    machine still ${pct}% busy after ${QUIET_WAIT}s, running anyway"; return 0
+    fi
+  done
+}
 leaf() {  # the deepest descendant of PID (timeout -> time -> tool)
   local p=$1 c
   while c=$(ps -o pid= --ppid "$p" 2>/dev/null | awk 'NR==1{print $1}'); [ -n "$c" ]; do p=$c; done
@@ -170,6 +189,7 @@ run_one() {
   mkdir -p "$dir"
   printf '%q ' "$@" > "$dir/cmd.txt"; echo >> "$dir/cmd.txt"
   echo "$vus" > "$dir/vus"
+  wait_quiet
   t0=$(cpu_ticks "$TARGET_PID"); b0=$(busy_ticks); w0=$(date +%s.%N)
   ( cd "$dir" && exec timeout -s INT -k 5 "$limit" taskset -c "$TOOL_CPU" \
       /usr/bin/time -f '%e %U %S %M' -o "$dir/time.txt" "$@" \

@@ -126,7 +126,8 @@ def main(out):
                     if not smp:
                         continue
                     at30 = min(smp, key=lambda x: abs(x[0] - 30))
-                    end = smp[-1]
+                    # The last samples are the tool shutting down (VUs freed): skip 3 s.
+                    end = smp[-4] if len(smp) > 4 else smp[-1]
                     print(f"- {tool}: RSS {at30[1]:.0f} MB at {at30[0]:.0f} s, {end[1]:.0f} MB at "
                           f"{end[0]:.0f} s (end ÷ 30 s = {end[1] / at30[1]:.3f}), peak {r['rss_mb']:.0f} MB")
         print()

@@ -290,6 +290,9 @@ pub struct RunArgs {
     /// Write k6's end-of-test summary export JSON to FILE
     #[arg(long, value_name = "FILE")]
     pub summary_export: Option<PathBuf>,
+    /// Write the self-contained HTML report of the run to FILE at the end
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
     /// Stream the run to an output (repeatable): json=FILE, csv=FILE, junit=FILE,
     /// influxdb=http://host:8086/db, prometheus=http://host:9090/api/v1/write (docs/outputs.md)
     #[arg(short = 'o', long = "out", value_name = "KIND=WHERE")]

@@ -125,6 +125,7 @@ pub fn run(a: DemoArgs) -> i32 {
             no_system_env: true,
             save: Some(script_json.clone()),
             summary_export: None,
+            report: Some(dir.join("quickstart.html")),
             out: Vec::new(),
             threads: 0,
             monitor: Vec::new(),
@@ -134,16 +135,6 @@ pub fn run(a: DemoArgs) -> i32 {
             labels: Vec::new(),
             quiet: false,
         });
-        if script_code == exit::OK {
-            if let Ok(r) = volley_metrics::RunResult::read(&script_json) {
-                script_code = report_cmd::after_run(
-                    &r,
-                    Some(&dir.join("quickstart.html")),
-                    false,
-                    script_code,
-                );
-            }
-        }
     }
     target.shutdown();
 

@@ -167,6 +167,11 @@ pub fn run(a: RunArgs) -> i32 {
             return exit::fail(&format!("cannot save {}: {e}", path.display()));
         }
     }
+    // The report is written whatever the verdict: a failed run is when it is most wanted.
+    if crate::report_cmd::after_run(&out.result, a.report.as_deref(), a.quiet, exit::OK) != exit::OK
+    {
+        return exit::FAILURE;
+    }
     if crate::history_cmd::after_run(&out.result, a.history.as_deref(), &a.labels, a.quiet, 0)
         != exit::OK
     {

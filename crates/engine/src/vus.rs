@@ -111,14 +111,17 @@ impl Executor {
         }
         let mut from = *start_vus as f64;
         let mut at = Duration::ZERO;
-        for s in stages {
+        for (i, s) in stages.iter().enumerate() {
             let end = at + s.duration;
             if end > t && (s.target as f64) >= id as f64 && s.target as f64 > from {
                 // from + (target - from) * f >= id  ⇔  f >= (id - from) / (target - from)
                 let f = ((id as f64 - from) / (s.target as f64 - from)).clamp(0.0, 1.0);
                 let when = at + s.duration.mul_f64(f);
                 let when = when.max(t);
-                if when < end {
+                // The top VU of a ramp is reached exactly at the stage's end, which is where
+                // the next stage (a plateau or ramp-down) starts with that many VUs; only the
+                // end of the last stage is the end of the test.
+                if when < end || (when == end && i + 1 < stages.len()) {
                     return Some(when);
                 }
             }
@@ -870,6 +873,43 @@ mod tests {
         // Past the ramp-down point of VU 8 nothing brings it back.
         assert_eq!(e.next_active(8, Duration::from_secs(29)), None);
         assert_eq!(e.next_active(1, Duration::from_secs(31)), None);
+    }
+
+    /// Regression: `4:2s,4:3s` ran 3 VUs (k6 runs 4): the top VU of a ramp is reached exactly
+    /// at the stage's end, which was rejected, and the plateau after it was skipped.
+    #[test]
+    fn the_top_vu_of_a_ramp_starts_when_a_plateau_follows() {
+        let e = ramp();
+        assert_eq!(
+            e.next_active(10, Duration::ZERO),
+            Some(Duration::from_secs(10))
+        );
+        let short = Executor::RampingVus {
+            start_vus: 0,
+            stages: vec![
+                Stage {
+                    duration: Duration::from_secs(2),
+                    target: 4,
+                },
+                Stage {
+                    duration: Duration::from_secs(3),
+                    target: 4,
+                },
+            ],
+        };
+        assert_eq!(
+            short.next_active(4, Duration::ZERO),
+            Some(Duration::from_secs(2))
+        );
+        // A ramp that ends the test brings no VU in at its very end.
+        let last = Executor::RampingVus {
+            start_vus: 0,
+            stages: vec![Stage {
+                duration: Duration::from_secs(2),
+                target: 4,
+            }],
+        };
+        assert_eq!(last.next_active(4, Duration::ZERO), None);
     }
 
     #[test]

@@ -518,7 +518,22 @@ impl Summary {
             }
             metrics.insert(name.clone(), v);
         }
-        json!({"root_group": self.group_json("", "", true), "metrics": metrics})
+        go_numbers(json!({"root_group": self.group_json("", "", true), "metrics": metrics}))
+    }
+}
+
+/// Print whole numbers as k6 (Go's encoding/json) does: `568`, not serde's `568.0`, so
+/// readers that expect integer counts keep working.
+fn go_numbers(v: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < 9.0e15 => Value::from(f as i64),
+            _ => Value::Number(n),
+        },
+        Value::Array(a) => Value::Array(a.into_iter().map(go_numbers).collect()),
+        Value::Object(o) => Value::Object(o.into_iter().map(|(k, v)| (k, go_numbers(v))).collect()),
+        other => other,
     }
 }
 
@@ -656,6 +671,12 @@ mod tests {
         assert_eq!(pct(2, 3), "66.66%");
         assert_eq!(humanize(1.5, Unit::Time, "s"), "0.00s");
         assert_eq!(humanize(1.5, Unit::Time, "us"), "1500.00µs");
+    }
+
+    #[test]
+    fn export_prints_whole_numbers_as_integers() {
+        let v = go_numbers(serde_json::json!({"count": 568.0, "rate": 2.5, "n": [1.0, 0.25]}));
+        assert_eq!(v.to_string(), r#"{"count":568,"n":[1,0.25],"rate":2.5}"#);
     }
 
     #[test]

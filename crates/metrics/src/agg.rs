@@ -68,7 +68,7 @@ impl TrendAgg {
     /// Record a time in microseconds: the engine's hot path, no float parsing of units.
     #[inline]
     pub fn record_us(&mut self, us: u64) {
-        self.hist.saturating_record(us);
+        hist::record(&mut self.hist, us);
         let v = us as f64 / hist::SCALE;
         self.count += 1;
         self.sum += v;
@@ -81,7 +81,7 @@ impl TrendAgg {
     }
 
     pub fn add(&mut self, v: f64) {
-        self.hist.saturating_record(hist::to_stored(v));
+        hist::record(&mut self.hist, hist::to_stored(v));
         self.count += 1;
         self.sum += v;
         self.min = self.min.min(v);

@@ -17,8 +17,19 @@ pub const SCALE: f64 = 1000.0;
 
 pub type Hist = Histogram<u64>;
 
+/// A histogram that starts small and grows to the range actually recorded (values are
+/// capped at [`HIGHEST`] before recording). Allocating the whole 1 µs .. 1 h range up front
+/// costs ~190 KB per series: with one series per URL or tag value that is most of a run's
+/// memory, and snapshots would reallocate it every second.
 pub fn new_hist() -> Hist {
-    Histogram::new_with_bounds(1, HIGHEST, SIGFIG).expect("static bounds are valid")
+    Histogram::new(SIGFIG).expect("static precision is valid")
+}
+
+/// Record a stored value, capped at the top of Volley's range.
+#[inline]
+pub fn record(h: &mut Hist, v: u64) {
+    // Auto-resizing histograms grow to fit, so this cannot fail below HIGHEST.
+    let _ = h.record(v.min(HIGHEST));
 }
 
 /// Encode as base64 of the V2 deflate-compressed form ("HISTFAAA..."), the format other HDR
@@ -101,6 +112,26 @@ mod tests {
         assert_eq!(to_stored(1.5), 1500);
         assert_eq!(to_stored(1e12), HIGHEST);
         assert_eq!(to_stored(f64::NAN), 0);
+    }
+
+    #[test]
+    fn histograms_stay_small_for_small_values_and_grow_on_demand() {
+        let mut h = new_hist();
+        record(&mut h, 900);
+        let small = h.distinct_values();
+        assert!(
+            small <= 4096,
+            "a sub-millisecond series needs few buckets: {small}"
+        );
+        record(&mut h, 2_000_000_000);
+        record(&mut h, u64::MAX);
+        assert_eq!(h.len(), 3);
+        assert!(
+            h.max() <= HIGHEST + HIGHEST / 500,
+            "capped at one hour: {}",
+            h.max()
+        );
+        assert!(h.distinct_values() > small, "grew to fit");
     }
 
     #[test]
