@@ -1,27 +1,13 @@
 //! k6 conformance: each script under `tests/k6/` run against the built-in target, with its
 //! outcome asserted exactly from the run result (and the target's own request count).
 
+mod common;
+use common::*;
+
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use volley_engine::RunControl;
 use volley_js::{CliOptions, RunError, RunOutput};
-use volley_metrics::{RunResult, TotalValue};
-
-fn script(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/k6")
-        .join(name)
-}
-
-fn target() -> volley_target::RunningTarget {
-    volley_target::spawn(volley_target::TargetConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        threads: 1,
-        tls: None,
-        delay_all: None,
-    })
-    .expect("target starts")
-}
+use volley_metrics::TotalValue;
 
 fn run_with(
     name: &str,
@@ -39,50 +25,6 @@ fn run_with(
 
 fn run(name: &str, t: &volley_target::RunningTarget) -> RunOutput {
     run_with(name, t, &[], CliOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-/// Sum of a counter over the tag sets matching `filter`.
-fn counter(r: &RunResult, name: &str, filter: &[(&str, &str)]) -> f64 {
-    r.metrics_named(name)
-        .filter(|m| {
-            filter
-                .iter()
-                .all(|(k, v)| m.tags.get(*k).map(String::as_str) == Some(v))
-        })
-        .map(|m| match m.value {
-            TotalValue::Counter { sum, .. } => sum,
-            _ => panic!("{name} is not a counter"),
-        })
-        .sum()
-}
-
-/// (trues, total) of a rate over the tag sets matching `filter`.
-fn rate(r: &RunResult, name: &str, filter: &[(&str, &str)]) -> (u64, u64) {
-    r.metrics_named(name)
-        .filter(|m| {
-            filter
-                .iter()
-                .all(|(k, v)| m.tags.get(*k).map(String::as_str) == Some(v))
-        })
-        .map(|m| match m.value {
-            TotalValue::Rate { trues, total } => (trues, total),
-            _ => panic!("{name} is not a rate"),
-        })
-        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
-}
-
-fn trend(r: &RunResult, name: &str) -> (u64, f64, f64, f64) {
-    let m = r.metrics_named(name).next().expect(name);
-    match m.value {
-        TotalValue::Trend {
-            count,
-            sum,
-            min,
-            max,
-            ..
-        } => (count, sum, min, max),
-        _ => panic!("{name} is not a trend"),
-    }
 }
 
 #[test]

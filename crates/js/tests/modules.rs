@@ -3,27 +3,13 @@
 //! extras (cookies, batch, multipart, expected statuses). Each script under `tests/k6/` runs
 //! against the built-in target; outcomes are asserted from the run result.
 
+mod common;
+use common::*;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use volley_engine::RunControl;
 use volley_js::{CliOptions, RunOutput};
 use volley_metrics::{RunResult, TotalValue};
-
-fn script(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/k6")
-        .join(name)
-}
-
-fn target() -> volley_target::RunningTarget {
-    volley_target::spawn(volley_target::TargetConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        threads: 1,
-        tls: None,
-        delay_all: None,
-    })
-    .expect("target starts")
-}
 
 fn run(name: &str, t: &volley_target::RunningTarget) -> RunOutput {
     let mut env = BTreeMap::new();
@@ -37,34 +23,6 @@ fn run(name: &str, t: &volley_target::RunningTarget) -> RunOutput {
         &RunControl::new(),
     )
     .unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-fn counter(r: &RunResult, name: &str, filter: &[(&str, &str)]) -> f64 {
-    r.metrics_named(name)
-        .filter(|m| {
-            filter
-                .iter()
-                .all(|(k, v)| m.tags.get(*k).map(String::as_str) == Some(v))
-        })
-        .map(|m| match m.value {
-            TotalValue::Counter { sum, .. } => sum,
-            _ => panic!("{name} is not a counter"),
-        })
-        .sum()
-}
-
-fn rate(r: &RunResult, name: &str, filter: &[(&str, &str)]) -> (u64, u64) {
-    r.metrics_named(name)
-        .filter(|m| {
-            filter
-                .iter()
-                .all(|(k, v)| m.tags.get(*k).map(String::as_str) == Some(v))
-        })
-        .map(|m| match m.value {
-            TotalValue::Rate { trues, total } => (trues, total),
-            _ => panic!("{name} is not a rate"),
-        })
-        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
 }
 
 /// Every check passed, `total` of them; otherwise name the failed ones.

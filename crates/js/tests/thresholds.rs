@@ -1,26 +1,12 @@
 //! Thresholds, sub-metrics and the summary shapes, run against the built-in target with
 //! `tests/k6/thresholds*.js` (library level: exact verdicts and observed values).
 
+mod common;
+use common::*;
+
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use volley_engine::RunControl;
 use volley_js::{CliOptions, RunError, RunOutput, Summary};
-
-fn script(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/k6")
-        .join(name)
-}
-
-fn target() -> volley_target::RunningTarget {
-    volley_target::spawn(volley_target::TargetConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        threads: 1,
-        tls: None,
-        delay_all: None,
-    })
-    .expect("target starts")
-}
 
 fn run(
     name: &str,

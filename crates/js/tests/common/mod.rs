@@ -1,0 +1,66 @@
+//! Helpers shared by the k6 conformance tests: the scripts under `tests/k6/`, a built-in
+//! target to run them against, and readers for the result's totals.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use volley_metrics::{RunResult, TotalValue};
+
+pub fn script(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/k6")
+        .join(name)
+}
+
+pub fn target() -> volley_target::RunningTarget {
+    volley_target::spawn(volley_target::TargetConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        threads: 1,
+        tls: None,
+        delay_all: None,
+    })
+    .expect("target starts")
+}
+
+/// Sum of a counter over the tag sets matching `filter`.
+pub fn counter(r: &RunResult, name: &str, filter: &[(&str, &str)]) -> f64 {
+    r.metrics_named(name)
+        .filter(|m| {
+            filter
+                .iter()
+                .all(|(k, v)| m.tags.get(*k).map(String::as_str) == Some(v))
+        })
+        .map(|m| match m.value {
+            TotalValue::Counter { sum, .. } => sum,
+            _ => panic!("{name} is not a counter"),
+        })
+        .sum()
+}
+
+/// (trues, total) of a rate over the tag sets matching `filter`.
+pub fn rate(r: &RunResult, name: &str, filter: &[(&str, &str)]) -> (u64, u64) {
+    r.metrics_named(name)
+        .filter(|m| {
+            filter
+                .iter()
+                .all(|(k, v)| m.tags.get(*k).map(String::as_str) == Some(v))
+        })
+        .map(|m| match m.value {
+            TotalValue::Rate { trues, total } => (trues, total),
+            _ => panic!("{name} is not a rate"),
+        })
+        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+}
+
+pub fn trend(r: &RunResult, name: &str) -> (u64, f64, f64, f64) {
+    let m = r.metrics_named(name).next().expect(name);
+    match m.value {
+        TotalValue::Trend {
+            count,
+            sum,
+            min,
+            max,
+            ..
+        } => (count, sum, min, max),
+        _ => panic!("{name} is not a trend"),
+    }
+}
