@@ -40,7 +40,7 @@ fn h2c_counts_and_bytes_match_the_server() {
     // count one such frame per connection more — and nothing else.
     let missing = s.bytes_sent - j["bytes_received"].as_u64().unwrap();
     assert!(
-        missing % 17 == 0 && missing <= 2 * 17,
+        missing.is_multiple_of(17) && missing <= 2 * 17,
         "server sent {missing} bytes Volley did not count"
     );
     t.shutdown();

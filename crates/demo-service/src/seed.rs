@@ -60,7 +60,7 @@ pub struct SeedReport {
 
 /// The name of seeded listing file `i` (1-based): every 20th is a search hit.
 pub fn list_name(i: usize) -> String {
-    if i % 20 == 0 {
+    if i.is_multiple_of(20) {
         format!("{SEARCH_TERM}-{i:05}.txt")
     } else {
         format!("file-{i:05}.txt")

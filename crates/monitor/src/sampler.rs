@@ -272,7 +272,7 @@ pub fn spawn_sampler(
                     }
                     std::thread::sleep((due - now).min(Duration::from_millis(50)));
                 }
-                let tick = (k % every == 0).then(|| m.sample());
+                let tick = k.is_multiple_of(every).then(|| m.sample());
                 send(k, m.snapshot(), tick);
                 k += 1;
             }

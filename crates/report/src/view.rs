@@ -304,7 +304,10 @@ pub(crate) mod tests {
                 i += 1;
                 rec.add(ok, 1.0);
                 rec.add(dur, lat_ms * wobble * (0.5 + (k % 100) as f64 / 100.0));
-                rec.add(failed, (err_every > 0 && i % err_every == 0) as u8 as f64);
+                rec.add(
+                    failed,
+                    (err_every > 0 && i.is_multiple_of(err_every)) as u8 as f64,
+                );
                 rec.add(bytes, 100.0);
             }
             rec.add(vus, 4.0);
