@@ -457,7 +457,7 @@ impl Connection {
         let (sent0, recv0) = (self.sent_mark, self.recv_mark);
         let exchange = async {
             self.write_request(req).await?;
-            self.read_next(req.is_head, mode, None).await
+            self.read_next(req.is_head, mode).await
         };
         match tokio::time::timeout(timeout, exchange).await {
             Ok(result) => result,
@@ -534,7 +534,7 @@ impl Connection {
         method_is_head: bool,
         mode: BodyMode,
     ) -> Result<Response, HttpError> {
-        self.read_next(method_is_head, mode, None).await
+        self.read_next(method_is_head, mode).await
     }
 
     /// Pipelining in one syscall: writes `batch.depth` copies of a request with a single
@@ -641,12 +641,7 @@ impl Connection {
         Ok(())
     }
 
-    async fn read_next(
-        &mut self,
-        is_head: bool,
-        mode: BodyMode,
-        called: Option<Instant>,
-    ) -> Result<Response, HttpError> {
+    async fn read_next(&mut self, is_head: bool, mode: BodyMode) -> Result<Response, HttpError> {
         self.check_usable()?;
         let Some(req) = self.in_flight.pop_front() else {
             return Err(HttpError::new(
@@ -655,10 +650,8 @@ impl Connection {
             ));
         };
         self.broken = true;
-        let wait_from = match called {
-            Some(c) if c > req.write_end => c,
-            _ => req.write_end,
-        };
+        // Waiting runs from the request's own write, also when pipelined behind others.
+        let wait_from = req.write_end;
         let mut resp = Response {
             version_minor: 1,
             bytes_sent: req.bytes_sent,
