@@ -75,7 +75,16 @@ async fn stats_on_a_counted_connection_counts_its_bytes_but_not_the_request() {
     assert_eq!(inside.requests, 1);
     // Everything of the first exchange plus this /stats request was read before answering.
     assert_eq!(inside.bytes_received, c.written);
-    let later = t.stats();
+    // The server adds a response's bytes once its write returns, which can be just after the
+    // client has read them: wait (bounded) for the count to catch up before comparing.
+    let mut later = t.stats();
+    for _ in 0..100 {
+        if later.bytes_sent >= c.read {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        later = t.stats();
+    }
     assert_eq!(
         later,
         Stats {
