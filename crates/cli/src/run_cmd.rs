@@ -102,6 +102,8 @@ pub fn run(a: RunArgs) -> i32 {
         outputs,
         monitor,
         thresholds,
+        show_progress: !a.quiet,
+        live_progress: !a.quiet && std::io::stderr().is_terminal(),
     };
     let ctl = RunControl::new();
     signals::install(ctl.clone());

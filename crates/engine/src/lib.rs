@@ -3,6 +3,8 @@
 //! The engine knows nothing about JavaScript or the command line. Layout:
 //! - [`ab`]: A/B comparison of two targets over alternating rounds (`--vs`).
 //! - [`control`]: the stop switches a run shares with signal handlers (graceful, then hard).
+//! - [`executor`]: k6's six executors (one file each) and the scenarios that use them.
+//! - [`vus`]: the VU scheduler: scenarios run concurrently from one pool of VUs.
 //! - [`rate`]: open-model pacing (constant rate or linear `target:duration` stages).
 //! - [`quick`]: quick mode (`volley http`): worker threads, each with a single-threaded tokio
 //!   runtime driving its share of the connections, recording into a thread-local
@@ -14,6 +16,7 @@
 pub mod ab;
 pub mod control;
 pub mod duration;
+pub mod executor;
 pub mod quick;
 pub mod rate;
 pub mod summary;

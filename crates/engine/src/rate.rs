@@ -23,6 +23,12 @@ impl RateSchedule {
         }
     }
 
+    /// From a start rate and (target rate, stage length in seconds) ramps (arrival-rate
+    /// executors).
+    pub fn new(start_rate: f64, stages: Vec<(f64, f64)>) -> RateSchedule {
+        RateSchedule { start_rate, stages }
+    }
+
     /// `100:10s,2000:30s,0:10s`: ramp linearly from `start_rate` to each target over each
     /// duration.
     pub fn parse_stages(start_rate: f64, spec: &str) -> Result<RateSchedule, String> {

@@ -1,4 +1,4 @@
-//! Closed-model VU scheduling: k6's `vus`/`duration`, `iterations` and `stages` shortcuts.
+//! VU scheduling: scenarios with k6's six executors, run concurrently from one pool of VUs.
 //!
 //! A *VU* is anything that can run iterations: the engine only sees the [`VuBody`] trait, so
 //! it stays free of JavaScript (the JS runtime in `volley-js` is one implementation). Bodies
@@ -6,156 +6,243 @@
 //! body hold `!Send` state (a QuickJS runtime, `Rc`s).
 //!
 //! Threads: one worker per core, each a current-thread tokio runtime with a `LocalSet`; every
-//! VU is a local task on one worker. Workers record into a thread-local
-//! [`Recorder`] (shared with the bodies through [`WorkerEnv`]) and hand a snapshot to the
-//! coordinator once per second, as quick mode does; the coordinator itself records the `vus`
-//! and `vus_max` gauges.
+//! VU is a local task on one worker. Workers record into a thread-local [`Recorder`] (shared
+//! with the bodies through [`WorkerEnv`]) and hand a snapshot to the coordinator once per
+//! second, as quick mode does; the coordinator itself records the `vus` and `vus_max` gauges.
+//!
+//! VUs: every scenario owns a block of VU ids (`vus_max` is the sum of what the scenarios
+//! need), handed to the workers round-robin. The looping executors run one task per VU
+//! ([`vu_loop`]); the arrival-rate executors run one dispatcher per worker ([`arrivals`]) that
+//! starts its share of the iterations when they are due on an idle VU of its pool, creates VUs
+//! up to `maxVUs` when none is idle, and counts `dropped_iterations` beyond that.
 //!
 //! Lifecycle, as k6: every VU is created (init) → [`Phase::Setup`] once on an extra VU with
-//! id 0 on worker 0 → iterations under the executor → [`Phase::Teardown`] on VU 0. When the
-//! executor's time is up, iterations in progress get `graceful_stop` to finish; after that
-//! the bodies are told to cancel through [`WorkerEnv::hard_stop`].
+//! id 0 on worker 0 → the scenarios, each from its `startTime` → [`Phase::Teardown`] on VU 0.
+//! An iteration still running when its scenario ends (or when its ramping VU is ramped down)
+//! gets `gracefulStop` (`gracefulRampDown`) to finish; then its [`StopToken`] fires and the
+//! body must cancel what it waits on. The iteration counts as interrupted, not failed.
 
 use crate::control::RunControl;
+pub use crate::executor::{Executor, Scenario, Stage};
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::Notify;
 use volley_metrics::{
-    Aggregator, MetricKey, MetricKind, MetricTotal, Recorder, Series, Snapshot, TagSet, Unit,
+    Aggregator, Handle, MetricKey, MetricKind, MetricTotal, Recorder, Series, Snapshot, TagSet,
+    Unit,
 };
-
-/// One stage of a ramping-VUs executor: move linearly to `target` VUs over `duration`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Stage {
-    pub duration: Duration,
-    pub target: u64,
-}
-
-/// When iterations start and how many VUs run them (k6's shortcut executors).
-#[derive(Clone, Debug, PartialEq)]
-pub enum Executor {
-    /// `vus` VUs loop over iterations for `duration` (k6 `constant-vus`).
-    ConstantVus { vus: u64, duration: Duration },
-    /// `vus` VUs share `iterations` in total, within `max_duration` (k6 `shared-iterations`).
-    SharedIterations {
-        vus: u64,
-        iterations: u64,
-        max_duration: Duration,
-    },
-    /// The active VU count follows linear `stages` from `start_vus` (k6 `ramping-vus`).
-    RampingVus { start_vus: u64, stages: Vec<Stage> },
-}
-
-impl Executor {
-    /// VUs that must exist for the whole run.
-    pub fn max_vus(&self) -> u64 {
-        match self {
-            Executor::ConstantVus { vus, .. } | Executor::SharedIterations { vus, .. } => *vus,
-            Executor::RampingVus { start_vus, stages } => stages
-                .iter()
-                .map(|s| s.target)
-                .max()
-                .unwrap_or(0)
-                .max(*start_vus),
-        }
-    }
-
-    /// How long iterations may be started.
-    pub fn duration(&self) -> Duration {
-        match self {
-            Executor::ConstantVus { duration, .. } => *duration,
-            Executor::SharedIterations { max_duration, .. } => *max_duration,
-            Executor::RampingVus { stages, .. } => stages.iter().map(|s| s.duration).sum(),
-        }
-    }
-
-    /// k6's executor name, for the result file.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Executor::ConstantVus { .. } => "constant-vus",
-            Executor::SharedIterations { .. } => "shared-iterations",
-            Executor::RampingVus { .. } => "ramping-vus",
-        }
-    }
-
-    /// Ramping VUs: the VU count at `t` since the start (linear within a stage, truncated).
-    fn target_at(&self, t: Duration) -> u64 {
-        let Executor::RampingVus { start_vus, stages } = self else {
-            return self.max_vus();
-        };
-        let mut from = *start_vus as f64;
-        let mut at = Duration::ZERO;
-        for s in stages {
-            if t < at + s.duration {
-                let f = (t - at).as_secs_f64() / s.duration.as_secs_f64().max(1e-9);
-                return (from + (s.target as f64 - from) * f).floor() as u64;
-            }
-            at += s.duration;
-            from = s.target as f64;
-        }
-        from as u64
-    }
-
-    /// Ramping VUs: the first time at or after `t` when VU `id` (1-based) is active, if any.
-    fn next_active(&self, id: u64, t: Duration) -> Option<Duration> {
-        let Executor::RampingVus { start_vus, stages } = self else {
-            return Some(t);
-        };
-        if self.target_at(t) >= id {
-            return Some(t);
-        }
-        let mut from = *start_vus as f64;
-        let mut at = Duration::ZERO;
-        for (i, s) in stages.iter().enumerate() {
-            let end = at + s.duration;
-            if end > t && (s.target as f64) >= id as f64 && s.target as f64 > from {
-                // from + (target - from) * f >= id  ⇔  f >= (id - from) / (target - from)
-                let f = ((id as f64 - from) / (s.target as f64 - from)).clamp(0.0, 1.0);
-                let when = at + s.duration.mul_f64(f);
-                let when = when.max(t);
-                // The top VU of a ramp is reached exactly at the stage's end, which is where
-                // the next stage (a plateau or ramp-down) starts with that many VUs; only the
-                // end of the last stage is the end of the test.
-                if when < end || (when == end && i + 1 < stages.len()) {
-                    return Some(when);
-                }
-            }
-            at = end;
-            from = s.target as f64;
-        }
-        None
-    }
-}
 
 /// Everything a VU run needs besides the bodies themselves.
 #[derive(Clone, Debug)]
 pub struct VuPlan {
-    pub executor: Executor,
+    /// Run concurrently, each from its `start_time` (at least one).
+    pub scenarios: Vec<Scenario>,
     /// Worker threads; 0 = one per available core (never more than the VUs).
     pub threads: usize,
-    /// How long iterations still running at the end get to finish (k6 `gracefulStop`).
-    pub graceful_stop: Duration,
-    /// Tags on `iterations`, `iteration_duration` (k6: `scenario`, `group`).
+    /// Tags on `iterations`, `iteration_duration`, `dropped_iterations` besides each
+    /// scenario's own `tags` (k6: the run's `tags`, `group`).
     pub iteration_tags: TagSet,
+    /// Add k6's `scenario` system tag to those metrics.
+    pub scenario_tag: bool,
     /// Targets to watch (`--monitor`): sampled on their own thread from the start of setup,
     /// reporting to the coordinator as one more worker, as in quick mode.
     pub monitor: crate::MonitorPlan,
 }
 
+impl VuPlan {
+    /// VUs the run may use: the sum over its scenarios (k6's `vus_max`).
+    pub fn max_vus(&self) -> u64 {
+        self.scenarios.iter().map(|s| s.executor.max_vus()).sum()
+    }
+
+    /// VUs created before the start.
+    pub fn initial_vus(&self) -> u64 {
+        self.scenarios
+            .iter()
+            .map(|s| s.executor.initial_vus())
+            .sum()
+    }
+
+    /// The longest the iterations can last, graceful stops included.
+    pub fn max_duration(&self) -> Duration {
+        self.scenarios
+            .iter()
+            .map(Scenario::max_end)
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// Scenario `i`'s VU ids are `blocks()[i] + 1 ..= blocks()[i] + max_vus`.
+    fn blocks(&self) -> Vec<u64> {
+        let mut at = 0;
+        self.scenarios
+            .iter()
+            .map(|s| {
+                let b = at;
+                at += s.executor.max_vus();
+                b
+            })
+            .collect()
+    }
+}
+
+/// A scenario's live counters, readable by bodies (`k6/execution`) and the progress display.
+#[derive(Debug)]
+pub struct ScenarioState {
+    pub spec: Scenario,
+    started: OnceLock<(Instant, SystemTime)>,
+    /// Iterations handed out (the next one's index in the scenario).
+    next: AtomicU64,
+    completed: AtomicU64,
+    interrupted: AtomicU64,
+    dropped: AtomicU64,
+    active: AtomicU64,
+}
+
+impl ScenarioState {
+    fn new(spec: Scenario) -> ScenarioState {
+        ScenarioState {
+            spec,
+            started: OnceLock::new(),
+            next: AtomicU64::new(0),
+            completed: AtomicU64::new(0),
+            interrupted: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            active: AtomicU64::new(0),
+        }
+    }
+
+    /// When the scenario started (None before its `startTime`).
+    pub fn started(&self) -> Option<(Instant, SystemTime)> {
+        self.started.get().copied()
+    }
+
+    pub fn completed(&self) -> u64 {
+        self.completed.load(Ordering::Relaxed)
+    }
+
+    pub fn interrupted(&self) -> u64 {
+        self.interrupted.load(Ordering::Relaxed)
+    }
+
+    /// Iterations the arrival-rate executors could not start (no VU free, `maxVUs` reached).
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// VUs inside an iteration now.
+    pub fn active(&self) -> u64 {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    /// Past its duration, or all its iterations done.
+    pub fn has_ended(&self) -> bool {
+        let exhausted = self
+            .spec
+            .executor
+            .total_iterations()
+            .is_some_and(|n| self.completed() + self.interrupted() >= n);
+        exhausted
+            || self
+                .started()
+                .is_some_and(|(t, _)| t.elapsed() >= self.spec.executor.duration())
+    }
+
+    /// 0..1: iterations done of the total for iteration-based executors, time elapsed of the
+    /// duration for the others (k6's `exec.scenario.progress`).
+    pub fn progress(&self) -> f64 {
+        let Some((t, _)) = self.started() else {
+            return 0.0;
+        };
+        let p = match self.spec.executor.total_iterations() {
+            Some(n) if n > 0 => {
+                let by_iter = (self.completed() + self.interrupted()) as f64 / n as f64;
+                let by_time = t.elapsed().as_secs_f64()
+                    / self.spec.executor.duration().as_secs_f64().max(1e-9);
+                by_iter.max(by_time)
+            }
+            _ => t.elapsed().as_secs_f64() / self.spec.executor.duration().as_secs_f64().max(1e-9),
+        };
+        p.clamp(0.0, 1.0)
+    }
+}
+
+/// A scenario's final counts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScenarioStats {
+    pub name: String,
+    pub executor: &'static str,
+    pub completed: u64,
+    pub interrupted: u64,
+    pub dropped: u64,
+}
+
 /// Which part of the lifecycle a [`VuBody::run`] call is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub enum Phase {
     Setup,
-    /// One iteration; `scenario_iter` is its index across all VUs, when the executor knows it.
-    Iteration {
-        scenario_iter: Option<u64>,
-    },
+    Iteration(IterCtx),
     Teardown,
+}
+
+/// What an iteration is: its scenario (an index into [`WorkerEnv::scenarios`]), its index
+/// among the scenario's iterations, and when it must stop.
+#[derive(Clone, Debug)]
+pub struct IterCtx {
+    pub scenario: usize,
+    pub iteration: u64,
+    pub stop: StopToken,
+}
+
+/// Tells an iteration that it must give up what it waits on: its graceful time is over, or
+/// the whole run is stopping hard (second Ctrl-C, graceful stop over after an abort).
+#[derive(Clone, Debug)]
+pub struct StopToken {
+    hard_at: Option<Instant>,
+    global: Arc<AtomicBool>,
+    wake: Rc<Notify>,
+}
+
+impl StopToken {
+    /// A token that only the run-wide hard stop fires (tests, bodies outside the scheduler).
+    pub fn never() -> StopToken {
+        StopToken {
+            hard_at: None,
+            global: Arc::new(AtomicBool::new(false)),
+            wake: Rc::new(Notify::new()),
+        }
+    }
+
+    /// Cheap enough for a JS interrupt handler: an atomic load and a clock read.
+    pub fn is_stopped(&self) -> bool {
+        self.global.load(Ordering::Relaxed) || self.hard_at.is_some_and(|t| Instant::now() >= t)
+    }
+
+    /// Completes when [`StopToken::is_stopped`] becomes true.
+    pub async fn stopped(&self) {
+        loop {
+            let n = self.wake.notified();
+            tokio::pin!(n);
+            n.as_mut().enable();
+            if self.is_stopped() {
+                return;
+            }
+            match self.hard_at {
+                Some(t) => {
+                    tokio::select! {
+                        _ = n => {}
+                        _ = tokio::time::sleep_until(t.into()) => {}
+                    }
+                }
+                None => n.await,
+            }
+        }
+    }
 }
 
 /// How one [`VuBody::run`] call ended.
@@ -164,7 +251,7 @@ pub enum Outcome {
     Ok,
     /// The iteration threw; it is counted (`iteration_errors`) and the test goes on.
     Error(String),
-    /// Cut short by the hard stop; not counted as an iteration (as k6).
+    /// Cut short by its [`StopToken`]; counted as interrupted, not as an iteration (as k6).
     Interrupted,
     /// The whole test must stop (an exception in setup, an abort call).
     Abort(String),
@@ -176,15 +263,26 @@ pub struct WorkerEnv {
     pub worker: usize,
     /// This thread's recorder: record with handles, never across threads.
     pub recorder: Rc<RefCell<Recorder>>,
-    /// Notified once when pending operations must be cancelled (see [`WorkerEnv::is_hard_stopped`]).
-    pub hard_stop: Rc<Notify>,
-    hard: Rc<Cell<bool>>,
+    /// Every scenario's spec and live counters (index = [`IterCtx::scenario`]).
+    pub scenarios: Arc<Vec<ScenarioState>>,
+    /// Woken when the run stops gracefully (`stop`) or hard (`hard`).
+    stop_wake: Rc<Notify>,
+    hard_wake: Rc<Notify>,
+    hard: Arc<AtomicBool>,
 }
 
 impl WorkerEnv {
-    /// True once in-flight work must be abandoned (graceful stop over, or a second Ctrl-C).
+    /// True once all in-flight work must be abandoned (second Ctrl-C, graceful stop over).
     pub fn is_hard_stopped(&self) -> bool {
-        self.hard.get()
+        self.hard.load(Ordering::Relaxed)
+    }
+
+    fn token(&self, hard_at: Option<Instant>) -> StopToken {
+        StopToken {
+            hard_at,
+            global: self.hard.clone(),
+            wake: self.hard_wake.clone(),
+        }
     }
 }
 
@@ -194,10 +292,15 @@ pub trait VuBody {
 }
 
 /// Makes VUs. Called on the worker thread that will run the VU; `id` 0 is the
-/// setup/teardown VU, iteration VUs are 1..=max_vus.
+/// setup/teardown VU (no scenario), iteration VUs are 1..=vus_max, each in one scenario.
 pub trait VuFactory: Send + Sync + 'static {
     type Body: VuBody + 'static;
-    fn create(&self, env: &WorkerEnv, id: u64) -> Result<Self::Body, String>;
+    fn create(
+        &self,
+        env: &WorkerEnv,
+        id: u64,
+        scenario: Option<usize>,
+    ) -> Result<Self::Body, String>;
 }
 
 /// Where the run ended up.
@@ -214,6 +317,7 @@ pub struct VuRunResult {
     pub aborted: Option<(String, String)>,
     /// An error in teardown (the result is still complete).
     pub teardown_error: Option<String>,
+    pub scenarios: Vec<ScenarioStats>,
 }
 
 enum Msg {
@@ -243,18 +347,37 @@ struct Shared<F> {
     threads: usize,
     /// Workers proceed past init when this is GO (ABORT: tear down quietly).
     start_gate: AtomicU8,
-    start: std::sync::OnceLock<Instant>,
+    start: OnceLock<Instant>,
     /// Setup finished (GO) or failed (ABORT); set by worker 0.
     setup_gate: AtomicU8,
+    /// When the scenarios' clock starts (set by worker 0 when setup is done).
+    t0: OnceLock<Instant>,
     teardown_gate: AtomicBool,
-    hard: AtomicBool,
-    /// Shared-iterations: the next iteration index.
-    next_iter: AtomicU64,
+    hard: Arc<AtomicBool>,
+    scen: Arc<Vec<ScenarioState>>,
+    blocks: Vec<u64>,
     active: AtomicU64,
     /// Most VUs active at once since the coordinator last recorded the gauge.
     peak: AtomicU64,
+    /// Iteration VUs created so far (k6's `vus_max`).
+    initialized: AtomicU64,
     aborted: std::sync::Mutex<Option<(String, String)>>,
     teardown_error: std::sync::Mutex<Option<String>>,
+}
+
+impl<F> Shared<F> {
+    fn owner(&self, id: u64) -> usize {
+        ((id - 1) % self.threads as u64) as usize
+    }
+
+    fn abort(&self, phase: &str, e: String) {
+        let mut a = self.aborted.lock().unwrap();
+        if a.is_none() {
+            *a = Some((phase.into(), e));
+        }
+        drop(a);
+        self.ctl.stop();
+    }
 }
 
 /// Run `plan` with VUs from `factory`. Ctrl-C on `user_ctl` stops gracefully (iterations
@@ -267,9 +390,19 @@ pub fn run_vus<F: VuFactory>(
     run_vus_with(plan, factory, user_ctl, None)
 }
 
-/// Called by the coordinator once per second of run time with the totals so far and the time
-/// since the start; returning `true` stops the test gracefully (k6 `abortOnFail` thresholds).
-pub type TickHook<'a> = &'a mut dyn FnMut(&Aggregator, Duration) -> bool;
+/// What the coordinator shows a [`TickHook`] once per second of run time.
+pub struct Tick<'a> {
+    pub agg: &'a Aggregator,
+    /// Since the start of setup.
+    pub elapsed: Duration,
+    pub scenarios: &'a [ScenarioState],
+    pub vus: u64,
+    pub vus_max: u64,
+}
+
+/// Called by the coordinator once per second of run time; returning `true` stops the test
+/// gracefully (k6 `abortOnFail` thresholds).
+pub type TickHook<'a> = &'a mut dyn FnMut(&Tick<'_>) -> bool;
 
 /// [`run_vus`] with a [`TickHook`].
 pub fn run_vus_with<F: VuFactory>(
@@ -278,8 +411,11 @@ pub fn run_vus_with<F: VuFactory>(
     user_ctl: &RunControl,
     hook: Option<TickHook<'_>>,
 ) -> Result<VuRunResult, String> {
+    if plan.scenarios.is_empty() {
+        return Err("no scenarios to run".into());
+    }
     let ctl = user_ctl.child();
-    let max_vus = plan.executor.max_vus();
+    let max_vus = plan.max_vus();
     let threads = match plan.threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
@@ -291,13 +427,22 @@ pub fn run_vus_with<F: VuFactory>(
         ctl: ctl.clone(),
         threads,
         start_gate: AtomicU8::new(WAIT),
-        start: std::sync::OnceLock::new(),
+        start: OnceLock::new(),
         setup_gate: AtomicU8::new(WAIT),
+        t0: OnceLock::new(),
         teardown_gate: AtomicBool::new(false),
-        hard: AtomicBool::new(false),
-        next_iter: AtomicU64::new(0),
+        hard: Arc::new(AtomicBool::new(false)),
+        scen: Arc::new(
+            plan.scenarios
+                .iter()
+                .cloned()
+                .map(ScenarioState::new)
+                .collect(),
+        ),
+        blocks: plan.blocks(),
         active: AtomicU64::new(0),
         peak: AtomicU64::new(0),
+        initialized: AtomicU64::new(0),
         aborted: Default::default(),
         teardown_error: Default::default(),
     });
@@ -348,7 +493,6 @@ fn coordinate<F: VuFactory>(
     let mut rec = Recorder::new();
     let vus_h = rec.handle(MetricKey::new("vus"), MetricKind::Gauge, Unit::Default);
     let vus_max_h = rec.handle(MetricKey::new("vus_max"), MetricKind::Gauge, Unit::Default);
-    let max_vus = s.plan.executor.max_vus() as f64;
 
     // Init: every worker creates its VUs.
     let mut ready = 0;
@@ -379,11 +523,18 @@ fn coordinate<F: VuFactory>(
         // No sampler (none asked for, or it could not start): nothing to wait for.
         agg.worker_done(me + 1);
     }
+    // After a stop (Ctrl-C, abort), iterations get the longest gracefulStop to finish.
+    let grace = s
+        .plan
+        .scenarios
+        .iter()
+        .map(|x| x.graceful_stop)
+        .max()
+        .unwrap_or(crate::executor::GRACEFUL_STOP);
 
     let mut done = vec![false; threads];
     let mut iter_done = 0;
     let mut ticks = 0u64;
-    let mut iterations_start: Option<Instant> = None;
     let mut stop_at: Option<Instant> = None;
     let mut elapsed = None;
     while done.iter().any(|d| !d) {
@@ -409,18 +560,10 @@ fn coordinate<F: VuFactory>(
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
         let now = Instant::now();
-        if iterations_start.is_none() && s.setup_gate.load(Ordering::SeqCst) != WAIT {
-            iterations_start = Some(now);
-        }
-        if let Some(t0) = iterations_start {
-            if stop_at.is_none() && now >= t0 + s.plan.executor.duration() {
-                s.ctl.stop();
-            }
-        }
         if s.ctl.is_stopped() && stop_at.is_none() {
             stop_at = Some(now);
         }
-        let graceful_over = stop_at.is_some_and(|t| now >= t + s.plan.graceful_stop);
+        let graceful_over = stop_at.is_some_and(|t| now >= t + grace);
         if (graceful_over || s.ctl.is_hard_stopped()) && !s.hard.load(Ordering::Relaxed) {
             s.hard.store(true, Ordering::SeqCst);
         }
@@ -428,12 +571,20 @@ fn coordinate<F: VuFactory>(
         while now >= start + Duration::from_secs(ticks + 1) && elapsed.is_none() {
             let now_active = s.active.load(Ordering::Relaxed);
             let peak = s.peak.swap(now_active, Ordering::Relaxed).max(now_active);
+            let vus_max = s.initialized.load(Ordering::Relaxed);
             rec.add(vus_h, peak as f64);
-            rec.add(vus_max_h, max_vus);
+            rec.add(vus_max_h, vus_max as f64);
             agg.add(me, ticks, rec.snapshot());
             ticks += 1;
             if let Some(h) = hook.as_mut() {
-                if h(&agg, start.elapsed()) && !s.ctl.is_stopped() {
+                let tick = Tick {
+                    agg: &agg,
+                    elapsed: start.elapsed(),
+                    scenarios: &s.scen,
+                    vus: now_active,
+                    vus_max,
+                };
+                if h(&tick) && !s.ctl.is_stopped() {
                     s.ctl.stop();
                 }
             }
@@ -442,7 +593,7 @@ fn coordinate<F: VuFactory>(
     if ticks == 0 && s.start_gate.load(Ordering::SeqCst) == GO {
         // A run shorter than a second still reports its VUs.
         rec.add(vus_h, s.peak.load(Ordering::Relaxed) as f64);
-        rec.add(vus_max_h, max_vus);
+        rec.add(vus_max_h, s.initialized.load(Ordering::Relaxed) as f64);
         agg.add(me, 0, rec.snapshot());
     }
     agg.worker_done(me);
@@ -472,6 +623,17 @@ fn coordinate<F: VuFactory>(
         interrupted: s.ctl.was_interrupted(),
         aborted: s.aborted.lock().unwrap().take(),
         teardown_error: s.teardown_error.lock().unwrap().take(),
+        scenarios: s
+            .scen
+            .iter()
+            .map(|x| ScenarioStats {
+                name: x.spec.name.clone(),
+                executor: x.spec.executor.name(),
+                completed: x.completed(),
+                interrupted: x.interrupted(),
+                dropped: x.dropped(),
+            })
+            .collect(),
     }
 }
 
@@ -503,9 +665,11 @@ fn spawn_monitor<F: VuFactory>(
         .ok()
 }
 
-/// Hand out VU ids round-robin: worker `w` of `n` owns ids w+1, w+1+n, ...
-fn vu_ids(w: usize, n: usize, max_vus: u64) -> impl Iterator<Item = u64> {
-    ((w as u64 + 1)..=max_vus).step_by(n)
+/// One scenario's VUs on one worker: those created at init, and (arrival-rate) the ids it may
+/// still create.
+struct Pool<B> {
+    ready: Vec<(u64, B)>,
+    spare: Vec<u64>,
 }
 
 fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
@@ -526,16 +690,17 @@ fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
     let env = WorkerEnv {
         worker: id,
         recorder: Rc::new(RefCell::new(Recorder::new())),
-        hard_stop: Rc::new(Notify::new()),
-        hard: Rc::new(Cell::new(false)),
+        scenarios: s.scen.clone(),
+        stop_wake: Rc::new(Notify::new()),
+        hard_wake: Rc::new(Notify::new()),
+        hard: s.hard.clone(),
     };
     let local = tokio::task::LocalSet::new();
     // Bodies are created inside the runtime context (they may spawn or use timers later).
     let _guard = rt.enter();
-    let mut bodies = Vec::new();
     let mut err = None;
     let lifecycle = if id == 0 {
-        match s.factory.create(&env, 0) {
+        match s.factory.create(&env, 0, None) {
             Ok(b) => Some(b),
             Err(e) => {
                 err = Some(e);
@@ -545,19 +710,36 @@ fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
     } else {
         None
     };
-    if err.is_none() {
-        for vu in vu_ids(id, s.threads, s.plan.executor.max_vus()) {
-            if s.start_gate.load(Ordering::Relaxed) == ABORT {
+    let mut pools: Vec<Pool<F::Body>> = Vec::new();
+    for (sc, spec) in s.plan.scenarios.iter().enumerate() {
+        let mut pool = Pool {
+            ready: Vec::new(),
+            spare: Vec::new(),
+        };
+        let initial = spec.executor.initial_vus();
+        for slot in 0..spec.executor.max_vus() {
+            let vu = s.blocks[sc] + slot + 1;
+            if s.owner(vu) != id {
+                continue;
+            }
+            if slot >= initial {
+                pool.spare.push(vu);
+                continue;
+            }
+            if err.is_some() || s.start_gate.load(Ordering::Relaxed) == ABORT {
                 break;
             }
-            match s.factory.create(&env, vu) {
-                Ok(b) => bodies.push((vu, b)),
-                Err(e) => {
-                    err = Some(e);
-                    break;
+            match s.factory.create(&env, vu, Some(sc)) {
+                Ok(b) => {
+                    s.initialized.fetch_add(1, Ordering::Relaxed);
+                    pool.ready.push((vu, b));
                 }
+                Err(e) => err = Some(e),
             }
         }
+        // Lazily created VUs come lowest id first.
+        pool.spare.reverse();
+        pools.push(pool);
     }
     trim_heap();
     let failed = err.is_some();
@@ -566,7 +748,7 @@ fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
         std::thread::sleep(Duration::from_millis(2));
     }
     if failed || s.start_gate.load(Ordering::SeqCst) == ABORT {
-        drop(bodies);
+        drop(pools);
         drop(lifecycle);
         let _ = tx.send(Msg::IterationsDone);
         let _ = tx.send(Msg::Done { worker: id });
@@ -597,13 +779,19 @@ fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
                 }
             })
         };
+        // Turns the coordinator's stop flags into wake-ups for this worker's waiters.
         let watcher = {
             let (env, s) = (env.clone(), s.clone());
             tokio::task::spawn_local(async move {
+                let (mut stopped, mut hard) = (false, false);
                 loop {
-                    if s.hard.load(Ordering::Relaxed) {
-                        env.hard.set(true);
-                        env.hard_stop.notify_waiters();
+                    if !stopped && s.ctl.is_stopped() {
+                        stopped = true;
+                        env.stop_wake.notify_waiters();
+                    }
+                    if !hard && s.hard.load(Ordering::Relaxed) {
+                        hard = true;
+                        env.hard_wake.notify_waiters();
                     }
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
@@ -616,6 +804,7 @@ fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
                 Some(b) => b.run(Phase::Setup).await,
                 None => Outcome::Ok,
             };
+            let _ = s.t0.set(Instant::now());
             match verdict {
                 Outcome::Abort(e) | Outcome::Error(e) => {
                     *s.aborted.lock().unwrap() = Some(("setup".into(), e));
@@ -628,18 +817,34 @@ fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
         while s.setup_gate.load(Ordering::SeqCst) == WAIT {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        let iterations_start = Instant::now();
         if s.setup_gate.load(Ordering::SeqCst) == GO {
             let mut tasks = Vec::new();
-            for (vu, body) in bodies.drain(..) {
-                let env = env.clone();
-                tasks.push(tokio::task::spawn_local(vu_loop(
-                    s.clone(),
-                    env,
-                    vu,
-                    body,
-                    iterations_start,
-                )));
+            for (sc, pool) in pools.drain(..).enumerate() {
+                let spec = &s.plan.scenarios[sc];
+                if pool.ready.is_empty() && pool.spare.is_empty() {
+                    continue;
+                }
+                let h = Rc::new(IterHandles::new(&s, &env, sc));
+                if spec.executor.arrivals().is_some() {
+                    tasks.push(tokio::task::spawn_local(arrivals(
+                        s.clone(),
+                        env.clone(),
+                        sc,
+                        pool,
+                        h,
+                    )));
+                } else {
+                    for (vu, body) in pool.ready {
+                        tasks.push(tokio::task::spawn_local(vu_loop(
+                            s.clone(),
+                            env.clone(),
+                            sc,
+                            vu,
+                            body,
+                            h.clone(),
+                        )));
+                    }
+                }
             }
             for t in tasks {
                 let _ = t.await;
@@ -664,6 +869,7 @@ fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
         ticker.abort();
         watcher.abort();
     });
+    drop(pools);
     drop(lifecycle);
     let snap = env.recorder.borrow_mut().snapshot();
     let _ = tx.send(Msg::Snapshot {
@@ -674,113 +880,327 @@ fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
     let _ = tx.send(Msg::Done { worker: id });
 }
 
-/// One VU's iterations under the executor.
-async fn vu_loop<F: VuFactory>(
-    s: Arc<Shared<F>>,
-    env: WorkerEnv,
-    vu: u64,
-    mut body: F::Body,
-    t0: Instant,
-) {
-    let tags = &s.plan.iteration_tags;
-    let (iters, dur, errs) = {
+/// A scenario's iteration metrics on one worker, resolved once.
+struct IterHandles {
+    iterations: Handle,
+    duration: Handle,
+    errors: Handle,
+    dropped: Handle,
+    /// Arrival-rate only: from the time the iteration was due (coordinated omission).
+    corrected: Option<Handle>,
+}
+
+impl IterHandles {
+    fn new<F>(s: &Shared<F>, env: &WorkerEnv, sc: usize) -> IterHandles {
+        let spec = &s.plan.scenarios[sc];
+        let mut tags = s.plan.iteration_tags.clone();
+        for (k, v) in &spec.tags {
+            tags.insert(k.clone(), v.clone());
+        }
+        if s.plan.scenario_tag {
+            tags.insert("scenario".into(), spec.name.clone());
+        }
         let mut rec = env.recorder.borrow_mut();
-        let key = |n: &str| MetricKey {
-            name: n.to_string(),
-            tags: tags.clone(),
+        let mut handle = |name: &str, kind, unit| {
+            rec.handle(
+                MetricKey {
+                    name: name.to_string(),
+                    tags: tags.clone(),
+                },
+                kind,
+                unit,
+            )
         };
-        (
-            rec.handle(key("iterations"), MetricKind::Counter, Unit::Default),
-            rec.handle(key("iteration_duration"), MetricKind::Trend, Unit::Time),
-            rec.handle(key("iteration_errors"), MetricKind::Counter, Unit::Default),
-        )
+        IterHandles {
+            iterations: handle("iterations", MetricKind::Counter, Unit::Default),
+            duration: handle("iteration_duration", MetricKind::Trend, Unit::Time),
+            errors: handle("iteration_errors", MetricKind::Counter, Unit::Default),
+            dropped: handle("dropped_iterations", MetricKind::Counter, Unit::Default),
+            corrected: spec.executor.arrivals().map(|_| {
+                handle(
+                    "iteration_duration_corrected",
+                    MetricKind::Trend,
+                    Unit::Time,
+                )
+            }),
+        }
+    }
+}
+
+/// Run one iteration of scenario `sc` on `body` and account for it. `due`: when an
+/// arrival-rate executor wanted it to start.
+#[allow(clippy::too_many_arguments)]
+async fn run_iteration<F: VuFactory>(
+    s: &Shared<F>,
+    env: &WorkerEnv,
+    h: &IterHandles,
+    sc: usize,
+    body: &mut F::Body,
+    iteration: u64,
+    hard_at: Instant,
+    due: Option<Instant>,
+) -> Outcome {
+    let st = &s.scen[sc];
+    let n = s.active.fetch_add(1, Ordering::Relaxed) + 1;
+    s.peak.fetch_max(n, Ordering::Relaxed);
+    st.active.fetch_add(1, Ordering::Relaxed);
+    let began = Instant::now();
+    let ctx = IterCtx {
+        scenario: sc,
+        iteration,
+        stop: env.token(Some(hard_at)),
     };
-    let ex = &s.plan.executor;
-    let mut active = false;
-    // Spread the first iterations (see [`start_offset`]); ramping VUs are spread by their ramp.
-    if !matches!(ex, Executor::RampingVus { .. }) {
-        let off = start_offset(vu, ex.max_vus());
-        if !off.is_zero() {
-            tokio::select! {
-                _ = tokio::time::sleep_until((t0 + off).into()) => {}
-                _ = wait_stop(&s) => {}
+    let outcome = body.run(Phase::Iteration(ctx)).await;
+    let ended = Instant::now();
+    st.active.fetch_sub(1, Ordering::Relaxed);
+    s.active.fetch_sub(1, Ordering::Relaxed);
+    let mut rec = env.recorder.borrow_mut();
+    match &outcome {
+        Outcome::Interrupted => {
+            st.interrupted.fetch_add(1, Ordering::Relaxed);
+        }
+        Outcome::Abort(e) => {
+            drop(rec);
+            s.abort("iteration", e.clone());
+        }
+        Outcome::Ok | Outcome::Error(_) => {
+            st.completed.fetch_add(1, Ordering::Relaxed);
+            if matches!(outcome, Outcome::Error(_)) {
+                rec.add(h.errors, 1.0);
+            }
+            rec.add(h.iterations, 1.0);
+            rec.trend_us(h.duration, (ended - began).as_micros() as u64);
+            if let (Some(c), Some(due)) = (h.corrected, due) {
+                rec.trend_us(c, ended.saturating_duration_since(due).as_micros() as u64);
             }
         }
     }
+    outcome
+}
+
+/// Sleep until `t`; false when the run stopped first.
+async fn wait_until<F>(s: &Shared<F>, env: &WorkerEnv, t: Instant) -> bool {
     loop {
-        if s.ctl.is_stopped() || env.is_hard_stopped() {
+        let n = env.stop_wake.notified();
+        tokio::pin!(n);
+        n.as_mut().enable();
+        if s.ctl.is_stopped() || s.hard.load(Ordering::Relaxed) {
+            return false;
+        }
+        if Instant::now() >= t {
+            return true;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep_until(t.into()) => return !s.ctl.is_stopped(),
+            _ = n => {}
+        }
+    }
+}
+
+/// One VU of a looping executor (constant-vus, ramping-vus, shared-iterations,
+/// per-vu-iterations): iterations back to back while the executor says so.
+async fn vu_loop<F: VuFactory>(
+    s: Arc<Shared<F>>,
+    env: WorkerEnv,
+    sc: usize,
+    vu: u64,
+    mut body: F::Body,
+    h: Rc<IterHandles>,
+) {
+    let spec = &s.plan.scenarios[sc];
+    let st = &s.scen[sc];
+    let ex = &spec.executor;
+    let idx = vu - s.blocks[sc];
+    let t0 = *s.t0.get().expect("set before the scenarios start");
+    let begin = t0 + spec.start_time;
+    let end = begin + ex.duration();
+    let hard_end = end + spec.graceful_stop;
+    // Spread the first iterations (see [`start_offset`]); ramping VUs are spread by their ramp.
+    let off = match ex {
+        Executor::RampingVus(_) => Duration::ZERO,
+        _ => start_offset(idx, ex.max_vus()),
+    };
+    if !wait_until(&s, &env, begin).await {
+        return;
+    }
+    let _ = st.started.set((begin, SystemTime::now()));
+    if !off.is_zero() && !wait_until(&s, &env, begin + off).await {
+        return;
+    }
+    let mut mine = 0u64;
+    loop {
+        if s.ctl.is_stopped() || s.hard.load(Ordering::Relaxed) {
             break;
         }
-        let scenario_iter = match ex {
-            Executor::SharedIterations { iterations, .. } => {
-                let i = s.next_iter.fetch_add(1, Ordering::Relaxed);
-                if i >= *iterations {
+        let now = Instant::now();
+        // k6 starts no iteration past the scenario's duration.
+        if now >= end {
+            break;
+        }
+        let mut hard_at = hard_end;
+        let iteration = match ex {
+            Executor::ConstantVus(_) => st.next.fetch_add(1, Ordering::Relaxed),
+            Executor::SharedIterations(e) => {
+                let i = st.next.fetch_add(1, Ordering::Relaxed);
+                if i >= e.iterations {
                     break;
                 }
-                Some(i)
+                i
             }
-            Executor::RampingVus { .. } => {
-                let now = t0.elapsed();
-                match ex.next_active(vu, now) {
-                    Some(t) if t == now => None,
-                    Some(t) if t < ex.duration() => {
-                        if active {
-                            active = false;
-                            s.active.fetch_sub(1, Ordering::Relaxed);
+            Executor::PerVuIterations(e) => {
+                if mine >= e.iterations {
+                    break;
+                }
+                st.next.fetch_add(1, Ordering::Relaxed)
+            }
+            Executor::RampingVus(r) => {
+                let t = now - begin;
+                match r.next_active(idx, t) {
+                    Some(x) if x == t => {
+                        if let Some(off) = r.next_inactive(idx, t) {
+                            hard_at = hard_at.min(begin + off + r.graceful_ramp_down);
                         }
-                        // Sleep until active (or a stop), then look again.
-                        let wake = t0 + t;
-                        tokio::select! {
-                            _ = tokio::time::sleep_until(wake.into()) => {}
-                            _ = wait_stop(&s) => {}
+                        st.next.fetch_add(1, Ordering::Relaxed)
+                    }
+                    Some(x) if x < r.duration() => {
+                        // Not active now: sleep until the ramp brings this VU in.
+                        if !wait_until(&s, &env, begin + x).await {
+                            break;
                         }
                         continue;
                     }
                     _ => break,
                 }
             }
-            Executor::ConstantVus { duration, .. } => {
-                // The coordinator stops the run within ~50 ms of the end; an iteration must
-                // not start after it (k6 starts none past `duration`).
-                if t0.elapsed() >= *duration {
-                    break;
-                }
-                None
-            }
+            Executor::ConstantArrivalRate(_) | Executor::RampingArrivalRate(_) => break,
         };
-        if !active {
-            active = true;
-            let n = s.active.fetch_add(1, Ordering::Relaxed) + 1;
-            s.peak.fetch_max(n, Ordering::Relaxed);
+        let outcome = run_iteration(&s, &env, &h, sc, &mut body, iteration, hard_at, None).await;
+        mine += 1;
+        if matches!(outcome, Outcome::Abort(_)) {
+            break;
         }
-        let began = Instant::now();
-        let outcome = body.run(Phase::Iteration { scenario_iter }).await;
-        let took = began.elapsed();
-        let mut rec = env.recorder.borrow_mut();
-        match outcome {
-            Outcome::Interrupted => break,
-            Outcome::Abort(e) => {
-                drop(rec);
-                let mut a = s.aborted.lock().unwrap();
-                if a.is_none() {
-                    *a = Some(("iteration".into(), e));
-                }
-                s.ctl.stop();
-                break;
-            }
-            Outcome::Ok | Outcome::Error(_) => {
-                if matches!(outcome, Outcome::Error(_)) {
-                    rec.add(errs, 1.0);
-                }
-                rec.add(iters, 1.0);
-                rec.trend_us(dur, took.as_micros() as u64);
-            }
-        }
-    }
-    if active {
-        s.active.fetch_sub(1, Ordering::Relaxed);
     }
     drop(body);
+}
+
+/// The arrival-rate executors on one worker: start this worker's share of the iterations when
+/// they are due, each on an idle VU of the pool; create VUs (up to the worker's share of
+/// `maxVUs`) when none is idle; count the rest as `dropped_iterations`.
+async fn arrivals<F: VuFactory>(
+    s: Arc<Shared<F>>,
+    env: WorkerEnv,
+    sc: usize,
+    pool: Pool<F::Body>,
+    h: Rc<IterHandles>,
+) {
+    let spec = &s.plan.scenarios[sc];
+    let st = &s.scen[sc];
+    let Some(schedule) = spec.executor.arrivals() else {
+        return;
+    };
+    let t0 = *s.t0.get().expect("set before the scenarios start");
+    let begin = t0 + spec.start_time;
+    let end = begin + spec.executor.duration();
+    let hard_at = end + spec.graceful_stop;
+    let max = spec.executor.max_vus().max(1);
+    let block = s.blocks[sc];
+    // Arrival k goes to the worker owning the k-th VU slot, so each worker's share of the
+    // iterations matches its share of the VUs.
+    let mine = |k: u64| s.owner(block + k % max + 1) == env.worker;
+    let idle = Rc::new(RefCell::new(pool.ready));
+    let mut spare = pool.spare;
+    let inflight = Rc::new(Cell::new(0usize));
+    let drained = Rc::new(Notify::new());
+    let mut warned = false;
+    let mut k = 0u64;
+    if wait_until(&s, &env, begin).await {
+        let _ = st.started.set((begin, SystemTime::now()));
+        loop {
+            if s.ctl.is_stopped() || s.hard.load(Ordering::Relaxed) {
+                break;
+            }
+            while !mine(k) {
+                k += 1;
+            }
+            let Some(at) = schedule.arrival(k) else {
+                break;
+            };
+            let due = begin + Duration::from_secs_f64(at);
+            if due >= end {
+                break;
+            }
+            k += 1;
+            if due > Instant::now() && !wait_until(&s, &env, due).await {
+                break;
+            }
+            let next = idle.borrow_mut().pop();
+            let vu = match next {
+                Some(v) => Some(v),
+                None => match spare.pop() {
+                    Some(id) => match s.factory.create(&env, id, Some(sc)) {
+                        Ok(b) => {
+                            s.initialized.fetch_add(1, Ordering::Relaxed);
+                            Some((id, b))
+                        }
+                        Err(e) => {
+                            s.abort("init", e);
+                            break;
+                        }
+                    },
+                    None => None,
+                },
+            };
+            let Some((id, mut body)) = vu else {
+                st.dropped.fetch_add(1, Ordering::Relaxed);
+                env.recorder.borrow_mut().add(h.dropped, 1.0);
+                if !warned {
+                    warned = true;
+                    eprintln!(
+                        "WARN[{:04}] Insufficient VUs, reached {} active VUs and cannot initialize \
+                         more  executor={} scenario={}",
+                        t0.elapsed().as_secs(),
+                        spec.executor.max_vus(),
+                        spec.executor.name(),
+                        spec.name
+                    );
+                }
+                continue;
+            };
+            let iteration = st.next.fetch_add(1, Ordering::Relaxed);
+            inflight.set(inflight.get() + 1);
+            let (s2, env2, h2) = (s.clone(), env.clone(), h.clone());
+            let (idle2, inflight2, drained2) = (idle.clone(), inflight.clone(), drained.clone());
+            tokio::task::spawn_local(async move {
+                run_iteration(
+                    &s2,
+                    &env2,
+                    &h2,
+                    sc,
+                    &mut body,
+                    iteration,
+                    hard_at,
+                    Some(due),
+                )
+                .await;
+                idle2.borrow_mut().push((id, body));
+                inflight2.set(inflight2.get() - 1);
+                if inflight2.get() == 0 {
+                    drained2.notify_waiters();
+                }
+            });
+        }
+    }
+    // Iterations in flight finish (or are interrupted at `hard_at`) before the VUs go.
+    loop {
+        let n = drained.notified();
+        tokio::pin!(n);
+        n.as_mut().enable();
+        if inflight.get() == 0 {
+            break;
+        }
+        n.await;
+    }
+    drop(idle);
 }
 
 /// Hand the memory freed while VUs were created (compiling, loading, temporaries) back to
@@ -803,12 +1223,12 @@ const START_SPREAD_PER_VU: Duration = Duration::from_micros(200);
 /// The most the first iterations are spread over.
 const START_SPREAD_MAX: Duration = Duration::from_secs(1);
 
-/// When VU `vu` (1-based) of `max_vus` starts its first iteration, after the start: the
-/// VUs' starts are spread evenly over `max_vus` × 200 µs, at most 1 s (50 VUs: 10 ms;
-/// 5,000 VUs: 1 s), rather than all in one instant. Thousands of VUs that each request and
-/// then sleep would otherwise stay in lock-step and hit the target in one burst every
-/// period, and the burst's queueing would be all their latency shows. k6 does not fire
-/// them in one instant either: its first 5,000 requests are spread over about 0.9 s.
+/// When VU `vu` (1-based within its scenario) of `max_vus` starts its first iteration, after
+/// the scenario's start: the VUs' starts are spread evenly over `max_vus` × 200 µs, at most
+/// 1 s (50 VUs: 10 ms; 5,000 VUs: 1 s), rather than all in one instant. Thousands of VUs that
+/// each request and then sleep would otherwise stay in lock-step and hit the target in one
+/// burst every period, and the burst's queueing would be all their latency shows. k6 does not
+/// fire them in one instant either: its first 5,000 requests are spread over about 0.9 s.
 fn start_offset(vu: u64, max_vus: u64) -> Duration {
     if max_vus <= 1 || vu == 0 {
         return Duration::ZERO;
@@ -817,115 +1237,5 @@ fn start_offset(vu: u64, max_vus: u64) -> Duration {
     window.mul_f64((vu - 1) as f64 / max_vus as f64)
 }
 
-async fn wait_stop<F>(s: &Shared<F>) {
-    while !s.ctl.is_stopped() {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ramp() -> Executor {
-        Executor::RampingVus {
-            start_vus: 0,
-            stages: vec![
-                Stage {
-                    duration: Duration::from_secs(10),
-                    target: 10,
-                },
-                Stage {
-                    duration: Duration::from_secs(10),
-                    target: 10,
-                },
-                Stage {
-                    duration: Duration::from_secs(10),
-                    target: 0,
-                },
-            ],
-        }
-    }
-
-    #[test]
-    fn ramping_targets_are_linear_and_truncated() {
-        let e = ramp();
-        assert_eq!(e.max_vus(), 10);
-        assert_eq!(e.duration(), Duration::from_secs(30));
-        assert_eq!(e.target_at(Duration::ZERO), 0);
-        assert_eq!(e.target_at(Duration::from_millis(5500)), 5);
-        assert_eq!(e.target_at(Duration::from_secs(15)), 10);
-        assert_eq!(e.target_at(Duration::from_secs(25)), 5);
-        assert_eq!(e.target_at(Duration::from_secs(40)), 0);
-    }
-
-    #[test]
-    fn next_activation_is_when_the_ramp_reaches_the_vu() {
-        let e = ramp();
-        assert_eq!(
-            e.next_active(5, Duration::ZERO),
-            Some(Duration::from_secs(5))
-        );
-        assert_eq!(
-            e.next_active(10, Duration::from_secs(12)),
-            Some(Duration::from_secs(12))
-        );
-        // Past the ramp-down point of VU 8 nothing brings it back.
-        assert_eq!(e.next_active(8, Duration::from_secs(29)), None);
-        assert_eq!(e.next_active(1, Duration::from_secs(31)), None);
-    }
-
-    /// Regression: `4:2s,4:3s` ran 3 VUs (k6 runs 4): the top VU of a ramp is reached exactly
-    /// at the stage's end, which was rejected, and the plateau after it was skipped.
-    #[test]
-    fn the_top_vu_of_a_ramp_starts_when_a_plateau_follows() {
-        let e = ramp();
-        assert_eq!(
-            e.next_active(10, Duration::ZERO),
-            Some(Duration::from_secs(10))
-        );
-        let short = Executor::RampingVus {
-            start_vus: 0,
-            stages: vec![
-                Stage {
-                    duration: Duration::from_secs(2),
-                    target: 4,
-                },
-                Stage {
-                    duration: Duration::from_secs(3),
-                    target: 4,
-                },
-            ],
-        };
-        assert_eq!(
-            short.next_active(4, Duration::ZERO),
-            Some(Duration::from_secs(2))
-        );
-        // A ramp that ends the test brings no VU in at its very end.
-        let last = Executor::RampingVus {
-            start_vus: 0,
-            stages: vec![Stage {
-                duration: Duration::from_secs(2),
-                target: 4,
-            }],
-        };
-        assert_eq!(last.next_active(4, Duration::ZERO), None);
-    }
-
-    #[test]
-    fn first_iterations_are_spread_out() {
-        assert_eq!(start_offset(1, 1), Duration::ZERO);
-        assert_eq!(start_offset(1, 50), Duration::ZERO);
-        assert_eq!(start_offset(50, 50), Duration::from_micros(9800));
-        assert_eq!(start_offset(5000, 5000), Duration::from_micros(999_800));
-        assert!(start_offset(100_000, 100_000) < START_SPREAD_MAX);
-    }
-
-    #[test]
-    fn ids_are_shared_round_robin() {
-        let a: Vec<u64> = vu_ids(0, 2, 5).collect();
-        let b: Vec<u64> = vu_ids(1, 2, 5).collect();
-        assert_eq!(a, vec![1, 3, 5]);
-        assert_eq!(b, vec![2, 4]);
-    }
-}
+mod tests;

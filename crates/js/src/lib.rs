@@ -19,8 +19,10 @@
 //! - `modules`: `k6/encoding`, `k6/crypto`, `k6/execution`, `k6/data`, CommonJS `require`,
 //!   the jslib.k6.io stand-ins and the `k6/http` extras' state (cookie jars, response
 //!   callbacks); their JS halves are `shims/k6_*.js`, `shims/jslib_*.js`.
-//! - [`options`]: k6 shortcut options (`vus`, `duration`, `iterations`, `stages`) and CLI
-//!   overrides → an engine [`Executor`](volley_engine::vus::Executor).
+//! - [`options`]: `options.scenarios` or k6's shortcut options (`vus`, `duration`,
+//!   `iterations`, `stages`) and CLI overrides → the engine's
+//!   [`Scenario`](volley_engine::executor::Scenario)s.
+//! - [`progress`]: k6's execution header and one progress line per scenario.
 //! - [`summary`]: k6's end-of-test text summary, `handleSummary`'s data and
 //!   `--summary-export` JSON, from a result file.
 //! - [`thresholds`]: k6's threshold grammar, evaluated once per second (`abortOnFail`) and at
@@ -36,6 +38,7 @@ pub(crate) mod modules;
 pub mod options;
 pub mod out_json;
 pub mod outputs;
+pub mod progress;
 pub mod script;
 pub mod summary;
 pub mod thresholds;
@@ -67,6 +70,9 @@ pub const BUILTIN_METRICS: &[(&str, MetricKind)] = &[
     ("http_req_failed", MetricKind::Rate),
     ("iterations", MetricKind::Counter),
     ("iteration_duration", MetricKind::Trend),
+    ("dropped_iterations", MetricKind::Counter),
+    // Volley's own: arrival-rate iterations timed from when they were due.
+    ("iteration_duration_corrected", MetricKind::Trend),
     ("vus", MetricKind::Gauge),
     ("vus_max", MetricKind::Gauge),
     ("checks", MetricKind::Rate),
@@ -239,15 +245,31 @@ pub fn run(
     let mut outs = outputs::Outputs::start(&cli.outputs).map_err(RunError::Other)?;
     resolved.settings.csv_out = outs.csv.clone();
     let _ = script.shared.settings.set(resolved.settings.clone());
-    modules::execution::set_plan(&script.shared, &resolved.executor, &script.options);
+    modules::execution::set_options(&script.shared, &script.options);
     for o in &resolved.ignored {
         eprintln!("WARN[0000] option '{o}' is not supported by volley yet and is ignored");
     }
-    if !script.has_default {
-        return Err(RunError::Script(format!(
-            "{}: the script must export a default function",
-            script.main
-        )));
+    for sc in &resolved.scenarios {
+        let exec = sc.exec_name();
+        if !script.functions.iter().any(|f| f == exec) {
+            return Err(if sc.exec.is_none() {
+                RunError::Script(format!(
+                    "{}: the script must export a default function (or give each scenario an \
+                     `exec` naming an exported function)",
+                    script.main
+                ))
+            } else {
+                RunError::Config(format!(
+                    "options.scenarios.{}.exec: function '{exec}' not found in exports (exported \
+                     functions: {})",
+                    sc.name,
+                    script.functions.join(", ")
+                ))
+            });
+        }
+    }
+    if cli.show_progress {
+        eprint!("{}", progress::header(&script.main, &resolved.scenarios));
     }
     script
         .shared
@@ -255,14 +277,13 @@ pub fn run(
         .insecure
         .store(resolved.insecure, Ordering::Relaxed);
     let mut tags = resolved.settings.tags.clone();
-    tags.insert("scenario".into(), "default".into());
     tags.insert("group".into(), String::new());
     resolved.settings.filter_system_tags(&mut tags);
     let plan = VuPlan {
-        executor: resolved.executor.clone(),
+        scenarios: resolved.scenarios.clone(),
         threads,
-        graceful_stop: Duration::from_secs(30),
         iteration_tags: tags,
+        scenario_tag: resolved.settings.keeps_system_tag("scenario"),
         monitor: cli.monitor.clone(),
     };
     let factory = Arc::new(vu::JsFactory {
@@ -272,8 +293,11 @@ pub fn run(
     let mut threshold_abort: Option<String> = None;
     let mut aborted_at: Vec<bool> = vec![false; ths.len()];
     let abort_ths: Vec<usize> = (0..ths.len()).filter(|i| ths[*i].abort_on_fail).collect();
-    let warmup_s = volley_monitor::drift::live_warmup(resolved.executor.duration().as_secs_f64());
-    let mut hook = |agg: &volley_metrics::Aggregator, elapsed: Duration| -> bool {
+    let warmup_s = volley_monitor::drift::live_warmup(plan.max_duration().as_secs_f64());
+    let mut live = progress::Live::new(cli.show_progress && cli.live_progress);
+    let mut hook = |tick: &volley_engine::vus::Tick<'_>| -> bool {
+        let (agg, elapsed) = (tick.agg, tick.elapsed);
+        live.draw(tick);
         outs.tick(agg, elapsed);
         if let Some(out) = &json_out {
             for name in ["vus", "vus_max"] {
@@ -329,6 +353,10 @@ pub fn run(
         true
     };
     let r = run_vus_with(&plan, factory, ctl, Some(&mut hook)).map_err(RunError::Other)?;
+    live.clear();
+    if cli.show_progress {
+        eprint!("{}", progress::finished(&r, &resolved.scenarios));
+    }
     if let Some((phase, e)) = &r.aborted {
         if phase == "setup" && e.starts_with("setup() execution timed out") {
             return Err(RunError::SetupTimeout(e.clone()));
@@ -358,15 +386,36 @@ pub fn run(
     };
     let mut opts: HashMap<&str, serde_json::Value> = HashMap::new();
     opts.insert("script", script.options.clone());
-    opts.insert("executor", resolved.executor.name().into());
-    opts.insert("vus_max", resolved.executor.max_vus().into());
-    opts.insert(
-        "duration_s",
-        resolved.executor.duration().as_secs_f64().into(),
-    );
-    if let volley_engine::vus::Executor::SharedIterations { iterations, .. } = &resolved.executor {
-        opts.insert("iterations", (*iterations).into());
+    let first = &resolved.scenarios[0].executor;
+    let executor = if resolved.scenarios.len() == 1 {
+        first.name()
+    } else {
+        "scenarios"
+    };
+    opts.insert("executor", executor.into());
+    opts.insert("vus_max", plan.max_vus().into());
+    opts.insert("duration_s", plan.max_duration().as_secs_f64().into());
+    if let (1, Some(n)) = (resolved.scenarios.len(), first.total_iterations()) {
+        opts.insert("iterations", n.into());
     }
+    opts.insert(
+        "scenarios",
+        r.scenarios
+            .iter()
+            .zip(&resolved.scenarios)
+            .map(|(st, sc)| {
+                serde_json::json!({
+                    "name": st.name,
+                    "executor": st.executor,
+                    "description": sc.describe(),
+                    "completed_iterations": st.completed,
+                    "interrupted_iterations": st.interrupted,
+                    "dropped_iterations": st.dropped,
+                })
+            })
+            .collect::<Vec<_>>()
+            .into(),
+    );
     let options = serde_json::to_value(opts).unwrap_or_default();
     let mut result = RunResult::new(meta, options, r.metrics, r.series);
     // The verdict, on the final totals (a metric without samples counts as zeros, as k6).

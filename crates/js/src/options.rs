@@ -1,15 +1,19 @@
 //! k6 options (from `export const options` and the CLI) → the engine's executor plan.
 //!
-//! The executor comes from k6's shortcut options (`vus`, `duration`, `iterations`, `stages`);
-//! run-wide settings (`tags`, `userAgent`, `hosts`, timeouts, summary options, ...) are
-//! validated here into [`RunSettings`], and `thresholds` is kept for [`crate::thresholds`].
-//! Unknown options are reported as not supported yet and ignored. `scenarios` is refused,
-//! since ignoring it would run a different test.
+//! The scenarios come from `options.scenarios` (parsed and validated by the engine's
+//! [`volley_engine::executor`]) or from k6's shortcut options (`vus`, `duration`,
+//! `iterations`, `stages`), which make one scenario named `default` as k6 does; the CLI's
+//! shortcuts (`-u -d -i`) replace the script's scenarios. Run-wide settings (`tags`,
+//! `userAgent`, `hosts`, timeouts, summary options, ...) are validated here into
+//! [`RunSettings`], and `thresholds` is kept for [`crate::thresholds`]. Unknown options are
+//! reported as not supported yet and ignored.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
-use volley_engine::vus::{Executor, Stage};
+use volley_engine::executor::{
+    self, json_count, json_duration, ConstantVus, Executor, RampingVus, Scenario, SharedIterations,
+};
 use volley_metrics::TagSet;
 
 /// Options given on the command line; they override the script's.
@@ -27,12 +31,17 @@ pub struct CliOptions {
     /// `--threshold METRIC:EXPR`, as (metric key, expression): added to
     /// `options.thresholds[METRIC]`.
     pub thresholds: Vec<(String, String)>,
+    /// Print k6's execution header and the scenarios' final progress lines (stderr).
+    pub show_progress: bool,
+    /// Redraw one line per scenario every second while running (stderr is a terminal).
+    pub live_progress: bool,
 }
 
 /// What the options resolve to.
 #[derive(Clone, Debug)]
 pub struct Resolved {
-    pub executor: Executor,
+    /// At least one; ordered by start time, then name.
+    pub scenarios: Vec<Scenario>,
     pub insecure: bool,
     /// Options present in the script but not supported yet (ignored, with a warning).
     pub ignored: Vec<String>,
@@ -89,6 +98,11 @@ impl Default for RunSettings {
 }
 
 impl RunSettings {
+    /// Is system tag `tag` recorded (k6's default set, or listed in `systemTags`)?
+    pub fn keeps_system_tag(&self, tag: &str) -> bool {
+        self.system_tags.as_ref().is_none_or(|k| k.contains(tag))
+    }
+
     /// Drop the system tags `systemTags` leaves out (user tags are always kept).
     pub fn filter_system_tags(&self, tags: &mut TagSet) {
         if let Some(keep) = &self.system_tags {
@@ -128,45 +142,15 @@ fn boolean(v: &serde_json::Value, what: &str) -> Result<bool, String> {
 }
 
 fn string_map(v: &serde_json::Value, what: &str) -> Result<Vec<(String, String)>, String> {
-    let o = v
-        .as_object()
-        .ok_or_else(|| format!("options.{what}: expected an object of names to strings"))?;
-    o.iter()
-        .map(|(k, v)| match v {
-            serde_json::Value::String(s) => Ok((k.clone(), s.clone())),
-            serde_json::Value::Number(n) => Ok((k.clone(), n.to_string())),
-            serde_json::Value::Bool(b) => Ok((k.clone(), b.to_string())),
-            _ => Err(format!("options.{what}.{k}: expected a string, got {v}")),
-        })
-        .collect()
+    executor::string_map(v, what)
 }
 
-/// k6's default `maxDuration` for iteration-based executors.
-const MAX_DURATION: Duration = Duration::from_secs(600);
-
 fn duration(v: &serde_json::Value, what: &str) -> Result<Duration, String> {
-    match v {
-        serde_json::Value::String(s) => {
-            volley_engine::parse_duration(s).map_err(|e| format!("options.{what}: {e}"))
-        }
-        // k6 reads bare numbers as milliseconds.
-        serde_json::Value::Number(n) => Ok(Duration::from_secs_f64(
-            n.as_f64().unwrap_or(0.0).max(0.0) / 1000.0,
-        )),
-        _ => Err(format!(
-            "options.{what}: expected a duration such as \"30s\""
-        )),
-    }
+    json_duration(v, &format!("options.{what}"))
 }
 
 fn count(v: &serde_json::Value, what: &str) -> Result<u64, String> {
-    v.as_u64()
-        .or_else(|| {
-            v.as_f64()
-                .filter(|f| *f >= 0.0 && f.fract() == 0.0)
-                .map(|f| f as u64)
-        })
-        .ok_or_else(|| format!("options.{what}: expected a whole number ≥ 0, got {v}"))
+    json_count(v, &format!("options.{what}"))
 }
 
 /// Resolve the script's `options` (JSON, may be null) with CLI overrides.
@@ -180,31 +164,14 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
     let mut stages = None;
     let mut insecure = false;
     let mut thresholds = None;
+    let mut scenarios_json = None;
     let mut settings = RunSettings::default();
     for (k, v) in opts {
         match k.as_str() {
             "vus" => vus = Some(count(v, "vus")?),
             "duration" => dur = Some(duration(v, "duration")?),
             "iterations" => iterations = Some(count(v, "iterations")?),
-            "stages" => {
-                let arr = v
-                    .as_array()
-                    .ok_or("options.stages: expected an array of {duration, target}")?;
-                let mut out = Vec::new();
-                for (i, s) in arr.iter().enumerate() {
-                    let d = s
-                        .get("duration")
-                        .ok_or(format!("options.stages[{i}]: missing duration"))?;
-                    let t = s
-                        .get("target")
-                        .ok_or(format!("options.stages[{i}]: missing target"))?;
-                    out.push(Stage {
-                        duration: duration(d, &format!("stages[{i}].duration"))?,
-                        target: count(t, &format!("stages[{i}].target"))?,
-                    });
-                }
-                stages = Some(out);
-            }
+            "stages" => stages = Some(executor::json_stages(v, "options.stages")?),
             "insecureSkipTLSVerify" => insecure = v.as_bool().unwrap_or(false),
             "thresholds" => thresholds = Some(v.clone()),
             "tags" => settings.tags = string_map(v, "tags")?.into_iter().collect(),
@@ -274,15 +241,35 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
                 }
                 settings.system_tags = Some(keep);
             }
-            "scenarios" => {
-                return Err(
-                    "options.scenarios is not supported by volley yet: use vus/duration, \
-                     iterations or stages"
-                        .into(),
-                )
-            }
+            "scenarios" if !v.is_null() => scenarios_json = Some(v),
             other => ignored.push(other.to_string()),
         }
+    }
+    // As k6: the CLI's shortcuts replace whatever the script configured.
+    let cli_shortcuts = cli.vus.is_some() || cli.duration.is_some() || cli.iterations.is_some();
+    if let (Some(v), false) = (scenarios_json, cli_shortcuts) {
+        for (name, set) in [
+            ("duration", dur.is_some()),
+            ("iterations", iterations.is_some()),
+            ("stages", stages.is_some()),
+        ] {
+            if set {
+                return Err(format!(
+                    "using `{name}` and `scenarios` options simultaneously is not allowed: \
+                     remove `{name}` (or describe that load as one more scenario)"
+                ));
+            }
+        }
+        if vus.is_some() {
+            ignored.push("vus (with scenarios, each scenario sets its own VUs)".into());
+        }
+        return Ok(Resolved {
+            scenarios: executor::parse_scenarios(v)?,
+            insecure,
+            ignored,
+            thresholds,
+            settings,
+        });
     }
     if cli.duration.is_some() || cli.iterations.is_some() {
         stages = None;
@@ -308,32 +295,29 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
                  the number of VUs ({vus})"
             ));
         }
-        Executor::SharedIterations {
+        Executor::SharedIterations(SharedIterations {
             vus,
             iterations,
-            max_duration: dur.unwrap_or(MAX_DURATION),
-        }
+            max_duration: dur.unwrap_or(executor::MAX_DURATION),
+        })
     } else if let Some(duration) = dur {
         let vus = vus.unwrap_or(1);
         if vus == 0 {
             return Err("vus must be at least 1".into());
         }
-        Executor::ConstantVus { vus, duration }
+        Executor::ConstantVus(ConstantVus { vus, duration })
     } else if let Some(stages) = stages.filter(|s| !s.is_empty()) {
-        Executor::RampingVus {
-            start_vus: vus.unwrap_or(1),
-            stages,
-        }
+        Executor::RampingVus(RampingVus::new(vus.unwrap_or(1), stages))
     } else {
         let vus = vus.unwrap_or(1).max(1);
-        Executor::SharedIterations {
+        Executor::SharedIterations(SharedIterations {
             vus,
             iterations: vus,
-            max_duration: MAX_DURATION,
-        }
+            max_duration: executor::MAX_DURATION,
+        })
     };
     Ok(Resolved {
-        executor,
+        scenarios: vec![Scenario::new("default", executor)],
         insecure,
         ignored,
         thresholds,
@@ -346,41 +330,47 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn only(r: &Resolved) -> &Executor {
+        assert_eq!(r.scenarios.len(), 1);
+        assert_eq!(r.scenarios[0].name, "default");
+        &r.scenarios[0].executor
+    }
+
     #[test]
     fn shortcuts_pick_the_k6_executor() {
         let none = CliOptions::default();
         let r = resolve(&json!({"vus": 3, "duration": "2s"}), &none).unwrap();
         assert_eq!(
-            r.executor,
-            Executor::ConstantVus {
+            only(&r),
+            &Executor::ConstantVus(ConstantVus {
                 vus: 3,
                 duration: Duration::from_secs(2)
-            }
+            })
         );
         let r = resolve(&json!({"vus": 2, "iterations": 10}), &none).unwrap();
         assert!(matches!(
-            r.executor,
-            Executor::SharedIterations {
+            only(&r),
+            Executor::SharedIterations(SharedIterations {
                 vus: 2,
                 iterations: 10,
                 ..
-            }
+            })
         ));
         let r = resolve(
             &json!({"stages": [{"duration": "1s", "target": 5}, {"duration": 500, "target": 0}]}),
             &none,
         )
         .unwrap();
-        assert_eq!(r.executor.max_vus(), 5);
-        assert_eq!(r.executor.duration(), Duration::from_millis(1500));
+        assert_eq!(only(&r).max_vus(), 5);
+        assert_eq!(only(&r).duration(), Duration::from_millis(1500));
         let r = resolve(&serde_json::Value::Null, &none).unwrap();
         assert!(matches!(
-            r.executor,
-            Executor::SharedIterations {
+            only(&r),
+            Executor::SharedIterations(SharedIterations {
                 vus: 1,
                 iterations: 1,
                 ..
-            }
+            })
         ));
     }
 
@@ -398,16 +388,47 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(
-            r.executor,
-            Executor::SharedIterations {
+            only(&r),
+            Executor::SharedIterations(SharedIterations {
                 vus: 4,
                 iterations: 8,
                 ..
-            }
+            })
         ));
         assert_eq!(r.ignored, vec!["rps".to_string()]);
         assert!(resolve(&json!({"vus": 5, "iterations": 2}), &CliOptions::default()).is_err());
         assert!(resolve(&json!({"scenarios": {}}), &CliOptions::default()).is_err());
         assert!(resolve(&json!({"duration": "soon"}), &CliOptions::default()).is_err());
+    }
+
+    #[test]
+    fn scenarios_are_parsed_and_cannot_be_mixed_with_shortcuts() {
+        let none = CliOptions::default();
+        let sc = json!({
+            "read": {"executor": "constant-vus", "vus": 2, "duration": "5s"},
+            "write": {"executor": "per-vu-iterations", "vus": 1, "iterations": 3, "exec": "write"},
+        });
+        let r = resolve(&json!({ "scenarios": sc }), &none).unwrap();
+        let names: Vec<&str> = r.scenarios.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["read", "write"]);
+        assert_eq!(r.scenarios[1].exec_name(), "write");
+        let e = resolve(&json!({"scenarios": sc, "duration": "10s"}), &none).unwrap_err();
+        assert!(
+            e.contains("using `duration` and `scenarios` options simultaneously is not allowed"),
+            "{e}"
+        );
+        // The CLI's shortcuts replace the script's scenarios (as k6).
+        let cli = CliOptions {
+            vus: Some(3),
+            duration: Some(Duration::from_secs(4)),
+            ..Default::default()
+        };
+        let r = resolve(&json!({ "scenarios": sc }), &cli).unwrap();
+        assert!(matches!(
+            only(&r),
+            Executor::ConstantVus(ConstantVus { vus: 3, .. })
+        ));
+        let e = resolve(&json!({"scenarios": {"x": {"executor": "nope"}}}), &none).unwrap_err();
+        assert!(e.contains("executor type 'nope' is not supported"), "{e}");
     }
 }

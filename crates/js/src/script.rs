@@ -66,6 +66,8 @@ pub struct Script {
     pub has_setup: bool,
     pub has_teardown: bool,
     pub has_default: bool,
+    /// Names of the exported functions (what a scenario's `exec` may name).
+    pub functions: Vec<String>,
     /// What every VU shares: bytecode, `__ENV`, opened files, setup data.
     pub(crate) shared: Arc<ScriptShared>,
 }
@@ -107,7 +109,14 @@ pub fn load(path: &Path, env: BTreeMap<String, String>) -> Result<Script, Script
                 .map(|v| v.is_function())
                 .unwrap_or(false)
         };
-        let flags = (has("default"), has("setup"), has("teardown"));
+        let mut functions = Vec::new();
+        for k in ns.keys::<String>() {
+            let k = k.map_err(|e| js_error(&ctx, e))?;
+            if has(&k) {
+                functions.push(k);
+            }
+        }
+        let flags = (has("default"), has("setup"), has("teardown"), functions);
         let opts: Value = ns.get("options").map_err(|e| js_error(&ctx, e))?;
         let options = if opts.is_undefined() || opts.is_null() {
             serde_json::Value::Null
@@ -125,7 +134,7 @@ pub fn load(path: &Path, env: BTreeMap<String, String>) -> Result<Script, Script
     drop(ctx);
     drop(rt);
     drop(state);
-    let ((d, s, t), options) = found;
+    let ((d, s, t, functions), options) = found;
     let _ = shared
         .bytecode
         .set(std::mem::take(&mut *compiled.borrow_mut()));
@@ -136,6 +145,7 @@ pub fn load(path: &Path, env: BTreeMap<String, String>) -> Result<Script, Script
         has_default: d,
         has_setup: s,
         has_teardown: t,
+        functions,
         shared,
     })
 }

@@ -27,7 +27,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
-use volley_engine::vus::{Outcome, Phase, VuBody, VuFactory, WorkerEnv};
+use volley_engine::vus::{Outcome, Phase, StopToken, VuBody, VuFactory, WorkerEnv};
 use volley_metrics::{Handle, MetricKey, MetricKind, Recorder, TagSet, Unit};
 
 /// Coroutine stack per VU (virtual memory; only touched pages cost RSS).
@@ -51,8 +51,6 @@ pub struct ScriptShared {
     pub(crate) http: crate::http::HttpConfig,
     pub(crate) started: Instant,
     pub(crate) errors_logged: AtomicU64,
-    /// Run-level tags (k6 `scenario`).
-    pub(crate) scenario: String,
     /// Settings from options (tags, HTTP options, timeouts, `--out json`), set before VUs start.
     pub(crate) settings: OnceLock<crate::options::RunSettings>,
     /// State of k6/execution, k6/data, CommonJS (`crate::modules`).
@@ -72,7 +70,6 @@ impl ScriptShared {
             http: crate::http::HttpConfig::default(),
             started: Instant::now(),
             errors_logged: AtomicU64::new(0),
-            scenario: "default".into(),
             settings: OnceLock::new(),
             ext: Default::default(),
         }
@@ -129,6 +126,12 @@ pub(crate) struct VuState {
     pub(crate) shared: Arc<ScriptShared>,
     pub(crate) rec: Rc<RefCell<Recorder>>,
     pub(crate) env: Option<WorkerEnv>,
+    /// The scenario this VU runs iterations of (None: the init and setup/teardown VUs).
+    pub(crate) scenario: Option<usize>,
+    /// The running iteration's stop signal (graceful stop over, ramp-down, hard stop).
+    pub(crate) stop: RefCell<Option<StopToken>>,
+    /// The running iteration's index in its scenario (`exec.scenario.iterationInTest`).
+    pub(crate) iteration: Cell<u64>,
     yielder: Cell<*const Yielder<Resume, Yield>>,
     pub(crate) in_init: Cell<bool>,
     /// Iterations may be cancelled by a hard stop; setup/teardown may not.
@@ -149,7 +152,7 @@ pub(crate) struct VuState {
 
 impl VuState {
     pub(crate) fn new_init(shared: Arc<ScriptShared>) -> Rc<VuState> {
-        Rc::new(VuState::new(0, shared, Rc::default(), None))
+        Rc::new(VuState::new(0, shared, Rc::default(), None, None))
     }
 
     fn new(
@@ -157,12 +160,16 @@ impl VuState {
         shared: Arc<ScriptShared>,
         rec: Rc<RefCell<Recorder>>,
         env: Option<WorkerEnv>,
+        scenario: Option<usize>,
     ) -> VuState {
         VuState {
             id,
             shared,
             rec,
             env,
+            scenario,
+            stop: RefCell::new(None),
+            iteration: Cell::new(0),
             yielder: Cell::new(std::ptr::null()),
             in_init: Cell::new(true),
             cancellable: Cell::new(false),
@@ -196,11 +203,23 @@ impl VuState {
         }
     }
 
-    /// Tags every sample of this VU carries (k6 system tags `scenario`, `group`).
+    /// This VU's scenario's spec, if it has one.
+    pub(crate) fn scenario_spec(&self) -> Option<&volley_engine::executor::Scenario> {
+        let (env, i) = (self.env.as_ref()?, self.scenario?);
+        env.scenarios.get(i).map(|s| &s.spec)
+    }
+
+    /// Tags every sample of this VU carries (k6 system tags `scenario`, `group`, and the
+    /// scenario's `tags`).
     pub(crate) fn base_tags(&self) -> TagSet {
         let settings = self.shared.settings();
         let mut t = settings.tags.clone();
-        t.insert("scenario".into(), self.shared.scenario.clone());
+        if let Some(spec) = self.scenario_spec() {
+            for (k, v) in &spec.tags {
+                t.insert(k.clone(), v.clone());
+            }
+            t.insert("scenario".into(), spec.name.clone());
+        }
         t.insert("group".into(), self.group.borrow().clone());
         for (k, v) in self.ext.tags.borrow().iter() {
             t.insert(k.clone(), v.clone());
@@ -232,6 +251,12 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
     let env = Object::new(ctx.clone())?;
     for (k, v) in &st.shared.env {
         env.set(k.as_str(), v.as_str())?;
+    }
+    // A scenario's `env` is added to the process's for its VUs (as k6).
+    if let Some(spec) = st.scenario_spec() {
+        for (k, v) in &spec.env {
+            env.set(k.as_str(), v.as_str())?;
+        }
     }
     g.set("__ENV", env)?;
     g.set("__VU", st.id)?;
@@ -509,17 +534,22 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
 /// The body the engine drives: a coroutine plus the bookkeeping to resume it.
 pub struct JsVu {
     co: Option<Co>,
-    env: WorkerEnv,
     state: Rc<VuState>,
 }
 
 impl JsVu {
-    fn new(id: u64, shared: Arc<ScriptShared>, env: &WorkerEnv) -> Result<JsVu, ScriptError> {
+    fn new(
+        id: u64,
+        shared: Arc<ScriptShared>,
+        env: &WorkerEnv,
+        scenario: Option<usize>,
+    ) -> Result<JsVu, ScriptError> {
         let state = Rc::new(VuState::new(
             id,
             shared,
             env.recorder.clone(),
             Some(env.clone()),
+            scenario,
         ));
         let st = state.clone();
         let stack = DefaultStack::new(CO_STACK)
@@ -531,7 +561,6 @@ impl JsVu {
         });
         let mut vu = JsVu {
             co: Some(co),
-            env: env.clone(),
             state,
         };
         match vu.resume_sync(Resume::Cmd(Cmd::Init)) {
@@ -562,13 +591,18 @@ impl JsVu {
 
 impl VuBody for JsVu {
     async fn run(&mut self, phase: Phase) -> Outcome {
-        let cancellable = matches!(phase, Phase::Iteration { .. });
+        let token = match &phase {
+            Phase::Iteration(c) => Some(c.stop.clone()),
+            _ => None,
+        };
+        let cancellable = token.is_some();
         self.state.cancellable.set(cancellable);
+        *self.state.stop.borrow_mut() = token.clone();
         // k6 setupTimeout / teardownTimeout: a wait past the deadline is cancelled.
         let limit = match phase {
             Phase::Setup => Some(("setup", self.state.shared.settings().setup_timeout)),
             Phase::Teardown => Some(("teardown", self.state.shared.settings().teardown_timeout)),
-            Phase::Iteration { .. } => None,
+            Phase::Iteration(_) => None,
         };
         let deadline = limit.map(|(_, d)| tokio::time::Instant::now() + d);
         let mut timed_out = false;
@@ -589,18 +623,13 @@ impl VuBody for JsVu {
                     return Outcome::Abort("the VU ended unexpectedly".into());
                 }
                 CoroutineResult::Yield(Yield::Await(fut)) => {
-                    input = if cancellable && self.env.is_hard_stopped() {
-                        Resume::Cancelled
-                    } else if cancellable {
-                        let stop = self.env.hard_stop.notified();
-                        tokio::pin!(stop);
-                        stop.as_mut().enable();
-                        if self.env.is_hard_stopped() {
+                    input = if let Some(token) = &token {
+                        if token.is_stopped() {
                             Resume::Cancelled
                         } else {
                             tokio::select! {
                                 v = fut => Resume::Value(v),
-                                _ = stop => Resume::Cancelled,
+                                _ = token.stopped() => Resume::Cancelled,
                             }
                         }
                     } else if let Some(deadline) = deadline.filter(|_| !timed_out) {
@@ -660,7 +689,7 @@ fn vu_main(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, _first: Resume) {
     {
         let st = st.clone();
         rt.set_interrupt_handler(Some(Box::new(move || {
-            st.cancellable.get() && st.env.as_ref().is_some_and(|e| e.is_hard_stopped())
+            st.cancellable.get() && st.stop.borrow().as_ref().is_some_and(|t| t.is_stopped())
         })));
     }
     let ctx = match Context::full(&rt) {
@@ -706,7 +735,12 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
     };
     st.in_init.set(false);
     let func = |name: &str| ns.get::<_, Option<Function<'js>>>(name).ok().flatten();
-    let (default, setup, teardown) = (func("default"), func("setup"), func("teardown"));
+    // The function this VU's iterations call: its scenario's `exec`, or `default`.
+    let exec_name = st
+        .scenario_spec()
+        .map_or("default", |s| s.exec_name())
+        .to_string();
+    let (default, setup, teardown) = (func(&exec_name), func("setup"), func("teardown"));
     let mut data: Option<Value<'js>> = None;
     let mut iter: u64 = 0;
     let mut outcome = Outcome::Ok;
@@ -759,11 +793,14 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
                     }
                 }
             },
-            Cmd::Run(Phase::Iteration { scenario_iter }) => match &default {
-                None => Outcome::Abort("the script has no exported default function".into()),
+            Cmd::Run(Phase::Iteration(it)) => match &default {
+                None => {
+                    Outcome::Abort(format!("the script has no exported function '{exec_name}'"))
+                }
                 Some(f) => {
                     crate::http::new_iteration(st);
-                    crate::modules::begin_iteration(st, scenario_iter);
+                    st.iteration.set(it.iteration);
+                    crate::modules::begin_iteration(st);
                     if let Some(k) = &iter_key {
                         let _ = globals.set(k.clone(), iter);
                     }
@@ -837,7 +874,7 @@ pub struct JsFactory {
 impl VuFactory for JsFactory {
     type Body = JsVu;
 
-    fn create(&self, env: &WorkerEnv, id: u64) -> Result<JsVu, String> {
+    fn create(&self, env: &WorkerEnv, id: u64, scenario: Option<usize>) -> Result<JsVu, String> {
         // --out json / csv: every sample also goes to the per-sample outputs.
         let mut rec = env.recorder.borrow_mut();
         if !rec.has_sink() {
@@ -846,6 +883,6 @@ impl VuFactory for JsFactory {
             }
         }
         drop(rec);
-        JsVu::new(id, self.shared.clone(), env).map_err(|e| e.0)
+        JsVu::new(id, self.shared.clone(), env, scenario).map_err(|e| e.0)
     }
 }

@@ -73,8 +73,6 @@ pub(crate) struct VuExt {
     pub(crate) abort: RefCell<Option<String>>,
     /// Iterations this VU started (`exec.vu.iterationInInstance` of the current one).
     pub(crate) iter: Cell<u64>,
-    /// Index of the current iteration across the run (`exec.scenario.iterationInTest`).
-    pub(crate) scenario_iter: Cell<u64>,
     /// Cookie jars; `[0]` is the VU's own (reset every iteration), others `new CookieJar()`.
     pub(crate) jars: RefCell<Vec<Rc<RefCell<cookies::Jar>>>>,
     /// `http.setResponseCallback`: `None` = no callback (no `http_req_failed`).
@@ -87,19 +85,16 @@ impl Default for VuExt {
             tags: RefCell::default(),
             abort: RefCell::default(),
             iter: Cell::new(0),
-            scenario_iter: Cell::new(0),
             jars: RefCell::new(vec![Rc::default()]),
             expected: RefCell::new(Some(Expected::k6_default())),
         }
     }
 }
 
-/// Called by the VU before each iteration (`scenario_iter`: the executor's index, if any).
-pub(crate) fn begin_iteration(st: &VuState, scenario_iter: Option<u64>) {
+/// Called by the VU before each iteration.
+pub(crate) fn begin_iteration(st: &VuState) {
     let ext = &st.ext;
     ext.iter.set(ext.iter.get() + 1);
-    let n = st.shared.ext.exec.iteration_started();
-    ext.scenario_iter.set(scenario_iter.unwrap_or(n));
     // k6 resets the VU's cookie jar at the start of every iteration.
     if let Some(jar) = ext.jars.borrow().first() {
         jar.borrow_mut().clear();
@@ -108,7 +103,6 @@ pub(crate) fn begin_iteration(st: &VuState, scenario_iter: Option<u64>) {
 
 /// Called by the VU after each iteration: `Some(message)` when the script aborted the test.
 pub(crate) fn end_iteration(st: &VuState) -> Option<String> {
-    st.shared.ext.exec.iteration_done();
     st.ext.abort.borrow_mut().take()
 }
 

@@ -38,7 +38,7 @@ export const vu = {
 
 export const scenario = {
   get name() {
-    return "default";
+    return V.execInfo().scenario;
   },
   get executor() {
     return V.execInfo().executor;
@@ -68,7 +68,7 @@ export const instance = {
     return V.execInfo().completed;
   },
   get iterationsInterrupted() {
-    return 0;
+    return V.execInfo().interrupted;
   },
   get currentTestRunDuration() {
     return V.execInfo().elapsedMs;

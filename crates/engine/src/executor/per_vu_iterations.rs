@@ -1,0 +1,82 @@
+//! `per-vu-iterations`: each VU runs exactly `iterations` iterations (or stops at
+//! `maxDuration`).
+
+use super::{fmt_duration, Fields, MAX_DURATION};
+use std::time::Duration;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PerVuIterations {
+    pub vus: u64,
+    pub iterations: u64,
+    pub max_duration: Duration,
+}
+
+impl PerVuIterations {
+    pub(crate) fn from_json(f: &Fields<'_>) -> Result<PerVuIterations, String> {
+        let e = PerVuIterations {
+            vus: f.count("vus")?.unwrap_or(1),
+            iterations: f.count("iterations")?.unwrap_or(1),
+            max_duration: f.duration("maxDuration")?.unwrap_or(MAX_DURATION),
+        };
+        if e.vus == 0 {
+            return Err(format!(
+                "{}: the number of VUs must be more than 0",
+                f.at("vus")
+            ));
+        }
+        if e.iterations == 0 {
+            return Err(format!(
+                "{}: the number of iterations must be more than 0",
+                f.at("iterations")
+            ));
+        }
+        if e.max_duration < Duration::from_secs(1) {
+            return Err(format!(
+                "{}: the maxDuration must be at least 1s",
+                f.at("maxDuration")
+            ));
+        }
+        Ok(e)
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "{} iterations for each of {} VUs (maxDuration: {})",
+            self.iterations,
+            self.vus,
+            fmt_duration(self.max_duration)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::executor::{Executor, Scenario};
+    use serde_json::json;
+
+    #[test]
+    fn totals_are_vus_times_iterations() {
+        let s = Scenario::from_json(
+            "p",
+            &json!({"executor": "per-vu-iterations", "vus": 3, "iterations": 7}),
+        )
+        .unwrap();
+        assert!(matches!(s.executor, Executor::PerVuIterations(_)));
+        assert_eq!(s.executor.total_iterations(), Some(21));
+        assert_eq!(s.executor.max_vus(), 3);
+        assert_eq!(
+            s.executor.describe(),
+            "7 iterations for each of 3 VUs (maxDuration: 10m0s)"
+        );
+    }
+
+    #[test]
+    fn zero_iterations_is_refused() {
+        let e = Scenario::from_json(
+            "p",
+            &json!({"executor": "per-vu-iterations", "iterations": 0}),
+        )
+        .unwrap_err();
+        assert!(e.contains("iterations must be more than 0"), "{e}");
+    }
+}

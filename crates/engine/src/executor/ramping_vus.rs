@@ -1,0 +1,267 @@
+//! `ramping-vus`: the number of looping VUs follows linear stages from `startVUs`.
+//!
+//! The VU count at time `t` is the stage's linear interpolation, truncated (as k6). A VU with
+//! (1-based) index `i` in the scenario is active while the count is ≥ `i`; when the ramp takes
+//! it away mid-iteration, the iteration gets `gracefulRampDown` to finish.
+
+use super::{fmt_duration, Fields, Stage};
+use std::time::Duration;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RampingVus {
+    pub start_vus: u64,
+    pub stages: Vec<Stage>,
+    pub graceful_ramp_down: Duration,
+}
+
+impl RampingVus {
+    /// The shortcut form (`stages` in options): starts from 1 VU as k6's does.
+    pub fn new(start_vus: u64, stages: Vec<Stage>) -> RampingVus {
+        RampingVus {
+            start_vus,
+            stages,
+            graceful_ramp_down: super::GRACEFUL_STOP,
+        }
+    }
+
+    pub(crate) fn from_json(f: &Fields<'_>) -> Result<RampingVus, String> {
+        let stages = f.stages("stages")?.unwrap_or_default();
+        if stages.is_empty() {
+            return Err(format!(
+                "{}: at least one stage has to be specified",
+                f.at("stages")
+            ));
+        }
+        let e = RampingVus {
+            start_vus: f.count("startVUs")?.unwrap_or(1),
+            stages,
+            graceful_ramp_down: f
+                .duration("gracefulRampDown")?
+                .unwrap_or(super::GRACEFUL_STOP),
+        };
+        if e.max_vus() == 0 {
+            return Err(format!(
+                "{}: either startVUs or one of the stages' targets must be more than 0",
+                f.at("stages")
+            ));
+        }
+        if e.duration().is_zero() {
+            return Err(format!(
+                "{}: the stages' total duration must be more than 0",
+                f.at("stages")
+            ));
+        }
+        Ok(e)
+    }
+
+    pub fn max_vus(&self) -> u64 {
+        self.stages
+            .iter()
+            .map(|s| s.target)
+            .max()
+            .unwrap_or(0)
+            .max(self.start_vus)
+    }
+
+    pub fn duration(&self) -> Duration {
+        self.stages.iter().map(|s| s.duration).sum()
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "Up to {} looping VUs for {} over {} stages",
+            self.max_vus(),
+            fmt_duration(self.duration()),
+            self.stages.len()
+        )
+    }
+
+    /// The VU count at `t` since the scenario's start (linear within a stage, truncated).
+    pub fn target_at(&self, t: Duration) -> u64 {
+        let mut from = self.start_vus as f64;
+        let mut at = Duration::ZERO;
+        for s in &self.stages {
+            if t < at + s.duration {
+                let f = (t - at).as_secs_f64() / s.duration.as_secs_f64().max(1e-9);
+                return (from + (s.target as f64 - from) * f).floor() as u64;
+            }
+            at += s.duration;
+            from = s.target as f64;
+        }
+        from as u64
+    }
+
+    /// The first time at or after `t` when VU `id` (1-based) is active, if any.
+    pub fn next_active(&self, id: u64, t: Duration) -> Option<Duration> {
+        if t < self.duration() && self.target_at(t) >= id {
+            return Some(t);
+        }
+        let mut from = self.start_vus as f64;
+        let mut at = Duration::ZERO;
+        for (i, s) in self.stages.iter().enumerate() {
+            let end = at + s.duration;
+            if end > t && (s.target as f64) >= id as f64 && s.target as f64 > from {
+                // from + (target - from) * f >= id  ⇔  f >= (id - from) / (target - from)
+                let f = ((id as f64 - from) / (s.target as f64 - from)).clamp(0.0, 1.0);
+                let when = (at + s.duration.mul_f64(f)).max(t);
+                // The top VU of a ramp is reached exactly at the stage's end, which is where
+                // the next stage (a plateau or ramp-down) starts with that many VUs; only the
+                // end of the last stage is the end of the scenario.
+                if when < end || (when == end && i + 1 < self.stages.len()) {
+                    return Some(when);
+                }
+            }
+            at = end;
+            from = s.target as f64;
+        }
+        None
+    }
+
+    /// When VU `id`, active at `t`, is ramped down (None: it stays until the end).
+    pub fn next_inactive(&self, id: u64, t: Duration) -> Option<Duration> {
+        if self.target_at(t) < id {
+            return Some(t);
+        }
+        let mut from = self.start_vus as f64;
+        let mut at = Duration::ZERO;
+        for s in &self.stages {
+            let end = at + s.duration;
+            let target = s.target as f64;
+            if end > t && target < id as f64 && target < from {
+                // Still active while from + (target - from) * f ≥ id.
+                let f = ((from - id as f64) / (from - target)).clamp(0.0, 1.0);
+                let when = (at + s.duration.mul_f64(f)).max(t);
+                if when < end {
+                    return Some(when);
+                }
+            }
+            at = end;
+            from = target;
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::{Executor, Scenario};
+    use serde_json::json;
+
+    fn stage(secs: u64, target: u64) -> Stage {
+        Stage {
+            duration: Duration::from_secs(secs),
+            target,
+        }
+    }
+
+    fn ramp() -> RampingVus {
+        RampingVus::new(0, vec![stage(10, 10), stage(10, 10), stage(10, 0)])
+    }
+
+    #[test]
+    fn targets_are_linear_and_truncated() {
+        let e = ramp();
+        assert_eq!(e.max_vus(), 10);
+        assert_eq!(e.duration(), Duration::from_secs(30));
+        assert_eq!(e.target_at(Duration::ZERO), 0);
+        assert_eq!(e.target_at(Duration::from_millis(5500)), 5);
+        assert_eq!(e.target_at(Duration::from_secs(15)), 10);
+        assert_eq!(e.target_at(Duration::from_secs(25)), 5);
+        assert_eq!(e.target_at(Duration::from_secs(40)), 0);
+    }
+
+    #[test]
+    fn next_activation_is_when_the_ramp_reaches_the_vu() {
+        let e = ramp();
+        assert_eq!(
+            e.next_active(5, Duration::ZERO),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(
+            e.next_active(10, Duration::from_secs(12)),
+            Some(Duration::from_secs(12))
+        );
+        // Past the ramp-down point of VU 8 nothing brings it back.
+        assert_eq!(e.next_active(8, Duration::from_secs(29)), None);
+        assert_eq!(e.next_active(1, Duration::from_secs(31)), None);
+    }
+
+    #[test]
+    fn ramp_down_deactivates_the_highest_vus_first() {
+        let e = ramp();
+        // 10 → 0 over 20..30 s: VU 10 leaves right after 20 s, VU 5 after 25 s, VU 1 after 29 s.
+        assert_eq!(
+            e.next_inactive(10, Duration::from_secs(15)),
+            Some(Duration::from_secs(20))
+        );
+        assert_eq!(
+            e.next_inactive(5, Duration::from_secs(15)),
+            Some(Duration::from_secs(25))
+        );
+        assert_eq!(
+            e.next_inactive(1, Duration::ZERO.max(Duration::from_secs(21))),
+            Some(Duration::from_secs(29))
+        );
+        // Not active at all: inactive now.
+        assert_eq!(
+            e.next_inactive(9, Duration::from_secs(1)),
+            Some(Duration::from_secs(1))
+        );
+        // A plateau to the end keeps its VUs.
+        let flat = RampingVus::new(2, vec![stage(5, 2)]);
+        assert_eq!(flat.next_inactive(2, Duration::ZERO), None);
+    }
+
+    /// Regression: `4:2s,4:3s` ran 3 VUs (k6 runs 4): the top VU of a ramp is reached exactly
+    /// at the stage's end, which was rejected, and the plateau after it was skipped.
+    #[test]
+    fn the_top_vu_of_a_ramp_starts_when_a_plateau_follows() {
+        assert_eq!(
+            ramp().next_active(10, Duration::ZERO),
+            Some(Duration::from_secs(10))
+        );
+        let short = RampingVus::new(0, vec![stage(2, 4), stage(3, 4)]);
+        assert_eq!(
+            short.next_active(4, Duration::ZERO),
+            Some(Duration::from_secs(2))
+        );
+        // A ramp that ends the test brings no VU in at its very end.
+        let last = RampingVus::new(0, vec![stage(2, 4)]);
+        assert_eq!(last.next_active(4, Duration::ZERO), None);
+    }
+
+    #[test]
+    fn parses_and_validates() {
+        let s = Scenario::from_json(
+            "r",
+            &json!({"executor": "ramping-vus", "stages": [{"duration": "5s", "target": 8}],
+                     "gracefulRampDown": "2s"}),
+        )
+        .unwrap();
+        let Executor::RampingVus(e) = &s.executor else {
+            panic!("{s:?}")
+        };
+        assert_eq!(e.start_vus, 1);
+        assert_eq!(e.graceful_ramp_down, Duration::from_secs(2));
+        assert_eq!(s.executor.max_vus(), 8);
+        assert_eq!(
+            s.describe(),
+            "Up to 8 looping VUs for 5s over 1 stages (gracefulRampDown: 2s, gracefulStop: 30s)"
+        );
+        let e = Scenario::from_json("r", &json!({"executor": "ramping-vus"})).unwrap_err();
+        assert!(e.contains("at least one stage"), "{e}");
+        let e = Scenario::from_json(
+            "r",
+            &json!({"executor": "ramping-vus", "startVUs": 0, "stages": [{"duration": "5s", "target": 0}]}),
+        )
+        .unwrap_err();
+        assert!(e.contains("more than 0"), "{e}");
+        let e = Scenario::from_json(
+            "r",
+            &json!({"executor": "ramping-vus", "stages": [{"duration": "5s"}]}),
+        )
+        .unwrap_err();
+        assert!(e.contains("missing target"), "{e}");
+    }
+}

@@ -1,0 +1,97 @@
+//! `shared-iterations`: a fixed number of iterations shared by a number of VUs; fast VUs run
+//! more of them. Ends when all are done or at `maxDuration`.
+
+use super::{fmt_duration, Fields, MAX_DURATION};
+use std::time::Duration;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SharedIterations {
+    pub vus: u64,
+    pub iterations: u64,
+    pub max_duration: Duration,
+}
+
+impl SharedIterations {
+    pub(crate) fn from_json(f: &Fields<'_>) -> Result<SharedIterations, String> {
+        let e = SharedIterations {
+            vus: f.count("vus")?.unwrap_or(1),
+            iterations: f.count("iterations")?.unwrap_or(1),
+            max_duration: f.duration("maxDuration")?.unwrap_or(MAX_DURATION),
+        };
+        if e.vus == 0 {
+            return Err(format!(
+                "{}: the number of VUs must be more than 0",
+                f.at("vus")
+            ));
+        }
+        if e.iterations < e.vus {
+            return Err(format!(
+                "{}: the number of iterations ({}) can't be less than the number of VUs ({})",
+                f.at("iterations"),
+                e.iterations,
+                e.vus
+            ));
+        }
+        if e.max_duration < Duration::from_secs(1) {
+            return Err(format!(
+                "{}: the maxDuration must be at least 1s",
+                f.at("maxDuration")
+            ));
+        }
+        Ok(e)
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "{} iterations shared among {} VUs (maxDuration: {})",
+            self.iterations,
+            self.vus,
+            fmt_duration(self.max_duration)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::executor::{Executor, Scenario};
+    use serde_json::json;
+    use std::time::Duration;
+
+    #[test]
+    fn parses_with_k6_defaults() {
+        let s = Scenario::from_json("s", &json!({"executor": "shared-iterations"})).unwrap();
+        let Executor::SharedIterations(e) = &s.executor else {
+            panic!("{s:?}")
+        };
+        assert_eq!((e.vus, e.iterations), (1, 1));
+        assert_eq!(e.max_duration, Duration::from_secs(600));
+        assert_eq!(s.executor.total_iterations(), Some(1));
+        assert_eq!(s.executor.duration(), Duration::from_secs(600));
+    }
+
+    #[test]
+    fn fewer_iterations_than_vus_is_refused() {
+        let e = Scenario::from_json(
+            "s",
+            &json!({"executor": "shared-iterations", "vus": 10, "iterations": 5}),
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("the number of iterations (5) can't be less than the number of VUs (10)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn describes_itself_like_k6() {
+        let s = Scenario::from_json(
+            "s",
+            &json!({"executor": "shared-iterations", "vus": 10, "iterations": 200, "maxDuration": "30s"}),
+        )
+        .unwrap();
+        assert_eq!(
+            s.describe(),
+            "200 iterations shared among 10 VUs (maxDuration: 30s) (gracefulStop: 30s)"
+        );
+    }
+}

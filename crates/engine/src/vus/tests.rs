@@ -1,0 +1,287 @@
+//! The scheduler with a fake body (a timer instead of JavaScript): exact iteration counts,
+//! arrival schedules, drops, graceful stops and VU blocks per scenario.
+
+use super::*;
+use crate::executor::{
+    ConstantArrivalRate, ConstantVus, PerVuIterations, RampingVus, SharedIterations,
+};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// (VU id, scenario, iteration index) of every iteration started.
+type Log = Arc<Mutex<Vec<(u64, usize, u64)>>>;
+
+struct Fake {
+    id: u64,
+    work: Duration,
+    log: Log,
+}
+
+impl VuBody for Fake {
+    async fn run(&mut self, phase: Phase) -> Outcome {
+        let Phase::Iteration(c) = phase else {
+            return Outcome::Ok;
+        };
+        self.log
+            .lock()
+            .unwrap()
+            .push((self.id, c.scenario, c.iteration));
+        tokio::select! {
+            _ = tokio::time::sleep(self.work) => Outcome::Ok,
+            _ = c.stop.stopped() => Outcome::Interrupted,
+        }
+    }
+}
+
+struct FakeFactory {
+    work: Vec<Duration>,
+    log: Log,
+    created: Mutex<Vec<(u64, Option<usize>)>>,
+}
+
+impl VuFactory for FakeFactory {
+    type Body = Fake;
+    fn create(&self, _: &WorkerEnv, id: u64, sc: Option<usize>) -> Result<Fake, String> {
+        self.created.lock().unwrap().push((id, sc));
+        Ok(Fake {
+            id,
+            work: sc.map_or(Duration::ZERO, |i| self.work[i]),
+            log: self.log.clone(),
+        })
+    }
+}
+
+fn run(scenarios: Vec<Scenario>, work: Vec<Duration>) -> (VuRunResult, Arc<FakeFactory>) {
+    let plan = VuPlan {
+        scenarios,
+        threads: 2,
+        iteration_tags: TagSet::new(),
+        scenario_tag: true,
+        monitor: Default::default(),
+    };
+    let f = Arc::new(FakeFactory {
+        work,
+        log: Default::default(),
+        created: Default::default(),
+    });
+    let r = run_vus(&plan, f.clone(), &RunControl::new()).unwrap();
+    (r, f)
+}
+
+fn counter(r: &VuRunResult, name: &str, scenario: &str) -> f64 {
+    r.metrics
+        .iter()
+        .filter(|m| m.name == name && m.tags.get("scenario").map(String::as_str) == Some(scenario))
+        .filter_map(|m| match m.to_agg().ok()? {
+            volley_metrics::Agg::Counter { sum, .. } => Some(sum),
+            _ => None,
+        })
+        .sum()
+}
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+#[test]
+fn shared_iterations_run_exactly_the_total_across_vus() {
+    let s = Scenario::new(
+        "shared",
+        Executor::SharedIterations(SharedIterations {
+            vus: 3,
+            iterations: 50,
+            max_duration: secs(30),
+        }),
+    );
+    let (r, f) = run(vec![s], vec![Duration::from_millis(1)]);
+    assert_eq!(counter(&r, "iterations", "shared"), 50.0);
+    assert_eq!(r.scenarios[0].completed, 50);
+    let log = f.log.lock().unwrap();
+    let mut idx: Vec<u64> = log.iter().map(|e| e.2).collect();
+    idx.sort();
+    assert_eq!(
+        idx,
+        (0..50).collect::<Vec<_>>(),
+        "each index handed out once"
+    );
+}
+
+#[test]
+fn per_vu_iterations_run_exactly_n_on_each_vu() {
+    let s = Scenario::new(
+        "each",
+        Executor::PerVuIterations(PerVuIterations {
+            vus: 4,
+            iterations: 5,
+            max_duration: secs(30),
+        }),
+    );
+    let (r, f) = run(vec![s], vec![Duration::from_millis(2)]);
+    assert_eq!(counter(&r, "iterations", "each"), 20.0);
+    let mut per_vu: HashMap<u64, u32> = HashMap::new();
+    for (vu, _, _) in f.log.lock().unwrap().iter() {
+        *per_vu.entry(*vu).or_default() += 1;
+    }
+    assert_eq!(per_vu.len(), 4);
+    assert!(per_vu.values().all(|n| *n == 5), "{per_vu:?}");
+}
+
+#[test]
+fn constant_arrival_rate_starts_every_due_iteration() {
+    let s = Scenario::new(
+        "rate",
+        Executor::ConstantArrivalRate(ConstantArrivalRate {
+            rate: 200.0,
+            time_unit: secs(1),
+            duration: secs(2),
+            pre_allocated_vus: 4,
+            max_vus: 20,
+        }),
+    );
+    let (r, _) = run(vec![s], vec![Duration::from_millis(2)]);
+    // 200/s for 2 s is exactly 400 arrivals; with VUs to spare none is dropped.
+    assert_eq!(counter(&r, "iterations", "rate"), 400.0);
+    assert_eq!(r.scenarios[0].dropped, 0);
+    assert!(
+        r.metrics
+            .iter()
+            .any(|m| m.name == "iteration_duration_corrected"),
+        "arrival-rate iterations carry the corrected duration"
+    );
+}
+
+#[test]
+fn arrivals_without_a_free_vu_are_dropped_and_counted() {
+    let s = Scenario::new(
+        "busy",
+        Executor::ConstantArrivalRate(ConstantArrivalRate {
+            rate: 50.0,
+            time_unit: secs(1),
+            duration: secs(1),
+            pre_allocated_vus: 1,
+            max_vus: 2,
+        }),
+    );
+    // Each iteration takes 300 ms: 2 VUs can start at most ~8 of the 50 due.
+    let (r, f) = run(vec![s], vec![Duration::from_millis(300)]);
+    let done = counter(&r, "iterations", "busy");
+    let dropped = counter(&r, "dropped_iterations", "busy");
+    assert_eq!(
+        done + dropped,
+        50.0,
+        "every due iteration is run or dropped"
+    );
+    assert!(dropped >= 30.0, "dropped {dropped}");
+    assert_eq!(r.scenarios[0].dropped as f64, dropped);
+    // The second VU was created when the first was busy (k6's maxVUs).
+    let created = f.created.lock().unwrap();
+    assert_eq!(created.iter().filter(|c| c.1 == Some(0)).count(), 2);
+}
+
+#[test]
+fn graceful_stop_interrupts_iterations_that_run_past_it() {
+    let mut s = Scenario::new(
+        "slow",
+        Executor::ConstantVus(ConstantVus {
+            vus: 2,
+            duration: secs(1),
+        }),
+    );
+    s.graceful_stop = Duration::from_millis(300);
+    let (r, _) = run(vec![s], vec![secs(60)]);
+    // Both VUs' only iteration outlives duration + gracefulStop: interrupted, not counted.
+    assert_eq!(r.scenarios[0].interrupted, 2);
+    assert_eq!(r.scenarios[0].completed, 0);
+    assert_eq!(counter(&r, "iterations", "slow"), 0.0);
+}
+
+#[test]
+fn scenarios_run_side_by_side_on_their_own_vus() {
+    let mut b = Scenario::new(
+        "b",
+        Executor::PerVuIterations(PerVuIterations {
+            vus: 2,
+            iterations: 3,
+            max_duration: secs(10),
+        }),
+    );
+    b.start_time = Duration::from_millis(200);
+    b.tags.insert("kind".into(), "write".into());
+    let a = Scenario::new(
+        "a",
+        Executor::SharedIterations(SharedIterations {
+            vus: 3,
+            iterations: 9,
+            max_duration: secs(10),
+        }),
+    );
+    let (r, f) = run(vec![a, b], vec![Duration::from_millis(5); 2]);
+    assert_eq!(counter(&r, "iterations", "a"), 9.0);
+    assert_eq!(counter(&r, "iterations", "b"), 6.0);
+    // vus_max is the sum; VU ids are blocks: a has 1..=3, b 4..=5.
+    let created = f.created.lock().unwrap();
+    let ids = |sc| {
+        let mut v: Vec<u64> = created
+            .iter()
+            .filter(|c| c.1 == Some(sc))
+            .map(|c| c.0)
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(ids(0), [1, 2, 3]);
+    assert_eq!(ids(1), [4, 5]);
+    assert!(created.contains(&(0, None)), "the setup VU");
+    // The scenario's tags are on its iteration metrics.
+    assert!(r.metrics.iter().any(|m| m.name == "iterations"
+        && m.tags.get("scenario").map(String::as_str) == Some("b")
+        && m.tags.get("kind").map(String::as_str) == Some("write")));
+    let vus_max = r
+        .metrics
+        .iter()
+        .find(|m| m.name == "vus_max")
+        .and_then(|m| match m.to_agg().ok()? {
+            volley_metrics::Agg::Gauge { max, .. } => Some(max),
+            _ => None,
+        });
+    assert_eq!(vus_max, Some(5.0));
+}
+
+#[test]
+fn ramping_vus_follow_the_stages() {
+    let s = Scenario::new(
+        "ramp",
+        Executor::RampingVus(RampingVus::new(
+            0,
+            vec![
+                Stage {
+                    duration: secs(1),
+                    target: 4,
+                },
+                Stage {
+                    duration: secs(2),
+                    target: 4,
+                },
+            ],
+        )),
+    );
+    let (r, f) = run(vec![s], vec![Duration::from_millis(20)]);
+    let vus = r.metrics.iter().find(|m| m.name == "vus").unwrap();
+    let volley_metrics::Agg::Gauge { max, .. } = vus.to_agg().unwrap() else {
+        panic!("vus is a gauge")
+    };
+    assert_eq!(max, 4.0);
+    // The top VU only joined at the plateau: it ran fewer iterations than VU 1.
+    let log = f.log.lock().unwrap();
+    let n = |id| log.iter().filter(|e| e.0 == id).count();
+    assert!(n(1) > n(4) && n(4) > 0, "vu1 {} vu4 {}", n(1), n(4));
+}
+
+#[test]
+fn first_iterations_are_spread_out() {
+    assert_eq!(start_offset(1, 1), Duration::ZERO);
+    assert_eq!(start_offset(1, 50), Duration::ZERO);
+    assert_eq!(start_offset(50, 50), Duration::from_micros(9800));
+    assert_eq!(start_offset(5000, 5000), Duration::from_micros(999_800));
+    assert!(start_offset(100_000, 100_000) < START_SPREAD_MAX);
+}

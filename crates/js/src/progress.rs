@@ -1,0 +1,192 @@
+//! What `volley run` prints around a run, as k6 does: the execution header (one line per
+//! scenario), a live line per scenario while it runs (terminals only), and the scenarios'
+//! final counts. All of it goes to stderr, so stdout stays the summary.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::time::Duration;
+use volley_engine::executor::{fmt_duration, Scenario};
+use volley_engine::vus::{ScenarioState, Tick, VuRunResult};
+
+/// k6's header: script, then "scenarios: (100.00%) N scenarios, V max VUs, D max duration
+/// (incl. graceful stop):" and one `* name: description` line each.
+pub fn header(script: &str, scenarios: &[Scenario]) -> String {
+    let vus: u64 = scenarios.iter().map(|s| s.executor.max_vus()).sum();
+    let max = scenarios
+        .iter()
+        .map(Scenario::max_end)
+        .max()
+        .unwrap_or_default();
+    let n = scenarios.len();
+    let mut out = String::new();
+    let _ = writeln!(out, "\n     execution: local\n        script: {script}\n");
+    let _ = writeln!(
+        out,
+        "     scenarios: (100.00%) {n} scenario{}, {vus} max VUs, {} max duration (incl. graceful stop):",
+        if n == 1 { "" } else { "s" },
+        fmt_duration(max)
+    );
+    for s in scenarios {
+        let _ = writeln!(out, "              * {}: {}", s.name, s.describe());
+    }
+    out.push('\n');
+    out
+}
+
+/// One line for a scenario: name, a bar, VUs, time and iterations.
+fn line(st: &ScenarioState, width: usize) -> String {
+    let p = st.progress();
+    let bar_len = 30usize;
+    let filled = ((p * bar_len as f64).round() as usize).min(bar_len);
+    let bar: String = if filled == bar_len {
+        "=".repeat(bar_len)
+    } else {
+        format!(
+            "{}>{}",
+            "=".repeat(filled),
+            " ".repeat(bar_len - filled - 1)
+        )
+    };
+    let mark = if st.has_ended() { '✓' } else { ' ' };
+    let elapsed = st
+        .started()
+        .map_or(Duration::ZERO, |(t, _)| t.elapsed())
+        .min(st.spec.executor.duration());
+    let mut s = format!(
+        "{:<width$} {mark} [{bar}] {:>3}/{} VUs  {}/{}  {} complete, {} interrupted",
+        st.spec.name,
+        st.active(),
+        st.spec.executor.max_vus(),
+        fmt_duration(Duration::from_secs(elapsed.as_secs())),
+        fmt_duration(st.spec.executor.duration()),
+        st.completed(),
+        st.interrupted(),
+    );
+    if st.spec.executor.arrivals().is_some() {
+        let _ = write!(s, ", {} dropped", st.dropped());
+    }
+    s
+}
+
+/// Redraws the scenario lines once per tick on a terminal.
+pub struct Live {
+    on: bool,
+    drawn: usize,
+}
+
+impl Live {
+    pub fn new(on: bool) -> Live {
+        Live { on, drawn: 0 }
+    }
+
+    pub fn draw(&mut self, tick: &Tick<'_>) {
+        if !self.on {
+            return;
+        }
+        let width = tick
+            .scenarios
+            .iter()
+            .map(|s| s.spec.name.len())
+            .max()
+            .unwrap_or(0);
+        let done: u64 = tick.scenarios.iter().map(ScenarioState::completed).sum();
+        let cut: u64 = tick.scenarios.iter().map(ScenarioState::interrupted).sum();
+        let mut out = String::new();
+        if self.drawn > 0 {
+            let _ = write!(out, "\x1b[{}A", self.drawn);
+        }
+        let _ = writeln!(
+            out,
+            "\x1b[2Krunning ({}), {:02}/{:02} VUs, {done} complete and {cut} interrupted iterations",
+            clock(tick.elapsed),
+            tick.vus,
+            tick.vus_max
+        );
+        for st in tick.scenarios {
+            let _ = writeln!(out, "\x1b[2K{}", line(st, width));
+        }
+        self.drawn = tick.scenarios.len() + 1;
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(out.as_bytes());
+        let _ = err.flush();
+    }
+
+    /// Remove the live lines (the final ones are printed by [`finished`]).
+    pub fn clear(&mut self) {
+        if self.on && self.drawn > 0 {
+            eprint!("\x1b[{}A\x1b[J", self.drawn);
+            self.drawn = 0;
+        }
+    }
+}
+
+/// "0m31.0s", as k6's running line.
+fn clock(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    format!("{}m{:04.1}s", (s / 60.0).floor(), s % 60.0)
+}
+
+/// The final line per scenario: what ran, complete / interrupted / dropped iterations.
+pub fn finished(r: &VuRunResult, scenarios: &[Scenario]) -> String {
+    let width = scenarios.iter().map(|s| s.name.len()).max().unwrap_or(0);
+    let done: u64 = r.scenarios.iter().map(|s| s.completed).sum();
+    let cut: u64 = r.scenarios.iter().map(|s| s.interrupted).sum();
+    let vus: u64 = scenarios.iter().map(|s| s.executor.max_vus()).sum();
+    let mut out = format!(
+        "\nrunning ({}), 00/{vus:02} VUs, {done} complete and {cut} interrupted iterations\n",
+        clock(r.elapsed)
+    );
+    for (st, sc) in r.scenarios.iter().zip(scenarios) {
+        let mut l = format!(
+            "{:<width$} ✓ {} complete, {} interrupted iterations",
+            st.name, st.completed, st.interrupted
+        );
+        if sc.executor.arrivals().is_some() {
+            let _ = write!(l, ", {} dropped", st.dropped);
+        }
+        let _ = writeln!(out, "{l}  ({})", sc.executor.describe());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use volley_engine::executor::{ConstantVus, Executor, PerVuIterations};
+
+    #[test]
+    fn header_lists_every_scenario_like_k6() {
+        let mut a = Scenario::new(
+            "read",
+            Executor::ConstantVus(ConstantVus {
+                vus: 10,
+                duration: Duration::from_secs(30),
+            }),
+        );
+        a.exec = Some("read".into());
+        let b = Scenario::new(
+            "write",
+            Executor::PerVuIterations(PerVuIterations {
+                vus: 3,
+                iterations: 5,
+                max_duration: Duration::from_secs(60),
+            }),
+        );
+        let h = header("s.js", &[a, b]);
+        assert!(
+            h.contains("scenarios: (100.00%) 2 scenarios, 13 max VUs, 1m30s max duration (incl. graceful stop):"),
+            "{h}"
+        );
+        assert!(
+            h.contains("* read: 10 looping VUs for 30s (exec: read, gracefulStop: 30s)"),
+            "{h}"
+        );
+        assert!(h.contains("* write: 5 iterations for each of 3 VUs"), "{h}");
+    }
+
+    #[test]
+    fn clock_reads_like_k6() {
+        assert_eq!(clock(Duration::from_millis(31_000)), "0m31.0s");
+        assert_eq!(clock(Duration::from_millis(61_500)), "1m01.5s");
+    }
+}
