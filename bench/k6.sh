@@ -12,10 +12,14 @@
 #          peak RSS (and RSS per VU).
 #   flat   the sleep script for FLAT_DUR s (5 minutes), one run per tool, RSS sampled every
 #          second: RSS at the end against RSS at 30 s (also run when FLAT=1).
+#   rate   a constant-arrival-rate scenario (bench/scripts/k6_rate.js: one GET + check per
+#          iteration) at RATE iterations/s for RATE_DUR s with RATE_VUS VUs: does the tool
+#          keep the rate (achieved req/s vs RATE, dropped iterations) and at what CPU.
 #
 # Environment (defaults in brackets):
 #   REPS [3] runs per tool and scenario (tools interleaved within a rep; medians reported)
 #   MIN_VUS [50] MIN_DUR [10]   SLEEP_VUS [5000] SLEEP_DUR [15]   FLAT_DUR [300]
+#   RATE [20000] RATE_DUR [10] RATE_VUS [200]
 #   TARGET [nginx] nginx (1 worker, 13-byte body) or volley (`volley target --threads 1`)
 #   TOOL_CPU [0] TARGET_CPU [1]  PORT [18380]  OUT [bench/out/k6-<timestamp>]
 #   K6 [$PEERS/bin/k6 or PATH]  PEERS [~/.cache/volley-peers]  NGINX [PATH or /usr/sbin/nginx]
@@ -37,6 +41,9 @@ MIN_DUR=${MIN_DUR:-10}
 SLEEP_VUS=${SLEEP_VUS:-5000}
 SLEEP_DUR=${SLEEP_DUR:-15}
 FLAT_DUR=${FLAT_DUR:-300}
+RATE=${RATE:-20000}
+RATE_DUR=${RATE_DUR:-10}
+RATE_VUS=${RATE_VUS:-200}
 TARGET=${TARGET:-nginx}
 TOOL_CPU=${TOOL_CPU:-0}
 TARGET_CPU=${TARGET_CPU:-1}
@@ -58,7 +65,7 @@ while [ $# -gt 0 ]; do
     -h|--help) usage; exit 0 ;;
     summary) [ -n "${2:-}" ] && [ -d "$2" ] || die "usage: $0 summary OUTDIR"
              exec python3 "$HERE/lib/k6_table.py" "$2" ;;
-    min|sleep|flat) SCENARIOS+=("$1") ;;
+    min|sleep|flat|rate) SCENARIOS+=("$1") ;;
     *) usage >&2; exit 2 ;;
   esac
   shift
@@ -215,6 +222,16 @@ run_one() {
 # cmd_for TOOL SCRIPT VUS DUR: sets CMD
 cmd_for() {
   local tool=$1 script=$2 vus=$3 dur=$4 url=http://127.0.0.1:$PORT/
+  if [ "$(basename "$script")" = k6_rate.js ]; then
+    # The script's own scenario sets the load: -u/-d would replace it (k6 and volley alike).
+    local env=(-e URL="$url" -e RATE="$RATE" -e DUR="$dur" -e VUS="$vus")
+    case $tool in
+      k6) CMD=("$K6" run --quiet --no-color --summary-trend-stats 'avg,min,med,max,p(90),p(95),p(99)'
+               --summary-export summary.json "${env[@]}" "$script") ;;
+      volley) CMD=("$VOLLEY" run --quiet --threads 1 --summary-export summary.json "${env[@]}" "$script") ;;
+    esac
+    return
+  fi
   case $tool in
     k6) CMD=("$K6" run --quiet --no-color --summary-trend-stats 'avg,min,med,max,p(90),p(95),p(99)'
              --summary-export summary.json -e URL="$url" --vus "$vus" --duration "${dur}s" "$script") ;;
@@ -249,6 +266,7 @@ for sc in "${SCENARIOS[@]}"; do
     min)   scenario min "$HERE/scripts/k6_min.js" "$MIN_VUS" "$MIN_DUR" "$REPS" ;;
     sleep) scenario sleep "$HERE/scripts/k6_sleep.js" "$SLEEP_VUS" "$SLEEP_DUR" "$REPS" ;;
     flat)  scenario flat "$HERE/scripts/k6_sleep.js" "$SLEEP_VUS" "$FLAT_DUR" 1 ;;
+    rate)  scenario rate "$HERE/scripts/k6_rate.js" "$RATE_VUS" "$RATE_DUR" "$REPS" ;;
   esac
 done
 stop_server

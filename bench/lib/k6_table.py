@@ -41,6 +41,7 @@ def load(run):
     failed = m.get("http_req_failed", {})
     # k6's legacy export: for a Rate, "passes" counts the true samples (failed requests).
     r["errors"] = num(failed.get("passes")) or 0
+    r["dropped"] = num(m.get("dropped_iterations", {}).get("count")) or 0
     samples = []
     try:
         for line in open(os.path.join(run, "rss.txt")):
@@ -118,6 +119,13 @@ def main(out):
                     reps.append(rv["rpc"] / rk["rpc"])
             if reps:
                 print(f"(req/CPU-s ratio per rep: {', '.join(f'{x:.2f}' for x in reps)})")
+        if name == "rate":
+            # The achieved arrival rate against the asked one (the script's RATE).
+            print()
+            for tool, rows in by_tool.items():
+                for r in rows:
+                    print(f"- {tool}: {r['rps']:.0f} iterations/s achieved, {r['dropped']:.0f} dropped, "
+                          f"{r['cpu']:.2f} CPU-s over {dur:g} s ({r['cpu'] / dur * 100:.0f} % of one core)")
         if name == "flat":
             print()
             for tool, rows in by_tool.items():

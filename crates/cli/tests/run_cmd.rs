@@ -350,3 +350,91 @@ fn test_abort_exits_108() {
     assert_eq!(o.status.code(), Some(108), "{}", stderr(&o));
     assert!(stderr(&o).contains("enough"), "{}", stderr(&o));
 }
+
+#[test]
+fn bad_scenarios_exit_104_with_k6s_words() {
+    for (name, want) in [
+        (
+            "scenarios_mixed.js",
+            "using `duration` and `scenarios` options simultaneously is not allowed",
+        ),
+        (
+            "scenarios_bad_exec.js",
+            "function 'nope' not found in exports",
+        ),
+    ] {
+        let o = run(&["run", &script(name), "-q"]);
+        assert_eq!(o.status.code(), Some(104), "{name}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{name}: {}", stderr(&o));
+    }
+}
+
+/// Ctrl-C during a multi-scenario run: `signals` SIGINTs, then the exit, the interrupted
+/// iterations in the result file, and how long the stop took.
+fn interrupt_scenarios(signals: u32) -> (std::process::Output, serde_json::Value, f64) {
+    let t = target();
+    let dir = common::scratch(&format!("sigint-{signals}"));
+    let save = dir.join("run.json");
+    let base = format!("BASE=http://{}", t.local_addr());
+    let child = common::volley()
+        .args([
+            "run",
+            &script("scenarios_sigint.js"),
+            "-e",
+            &base,
+            "--save",
+            save.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let began = std::time::Instant::now();
+    for _ in 0..signals {
+        let st = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let o = child.wait_with_output().unwrap();
+    let took = began.elapsed().as_secs_f64();
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&save).expect("result file written"))
+            .unwrap();
+    (o, saved, took)
+}
+
+#[test]
+fn ctrl_c_once_stops_gracefully_and_twice_at_once() {
+    let stuck = |saved: &serde_json::Value| -> u64 {
+        saved["options"]["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "stuck")
+            .unwrap()["interrupted_iterations"]
+            .as_u64()
+            .unwrap()
+    };
+    let (o, saved, took) = interrupt_scenarios(1);
+    assert_eq!(o.status.code(), Some(105), "{}", stderr(&o));
+    assert!(stdout(&o).contains("█ SCENARIOS"), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("* stuck: 2.00 iterations/s for 1m0s"),
+        "{}",
+        stderr(&o)
+    );
+    // The sleeping iterations were interrupted after the graceful stop (2 s), not awaited.
+    assert!(stuck(&saved) >= 1, "{saved}");
+    assert!(took >= 1.5 && took < 20.0, "took {took}s");
+    let (o, saved, took2) = interrupt_scenarios(2);
+    assert_eq!(o.status.code(), Some(105), "{}", stderr(&o));
+    assert!(stuck(&saved) >= 1, "{saved}");
+    assert!(
+        took2 < took,
+        "a second Ctrl-C cuts the graceful stop short ({took2}s vs {took}s)"
+    );
+}

@@ -204,6 +204,10 @@ pub struct IterCtx {
 #[derive(Clone, Debug)]
 pub struct StopToken {
     hard_at: Option<Instant>,
+    /// `hard_at` comes before the scenario's own hard stop (a ramp-down), so waiting needs a
+    /// timer; otherwise the worker's watcher wakes `wake` at the scenario's hard stop, which
+    /// spares every request a timer of its own.
+    own_timer: bool,
     global: Arc<AtomicBool>,
     wake: Rc<Notify>,
 }
@@ -213,6 +217,7 @@ impl StopToken {
     pub fn never() -> StopToken {
         StopToken {
             hard_at: None,
+            own_timer: false,
             global: Arc::new(AtomicBool::new(false)),
             wake: Rc::new(Notify::new()),
         }
@@ -232,7 +237,7 @@ impl StopToken {
             if self.is_stopped() {
                 return;
             }
-            match self.hard_at {
+            match self.hard_at.filter(|_| self.own_timer) {
                 Some(t) => {
                     tokio::select! {
                         _ = n => {}
@@ -265,9 +270,10 @@ pub struct WorkerEnv {
     pub recorder: Rc<RefCell<Recorder>>,
     /// Every scenario's spec and live counters (index = [`IterCtx::scenario`]).
     pub scenarios: Arc<Vec<ScenarioState>>,
-    /// Woken when the run stops gracefully (`stop`) or hard (`hard`).
+    /// Woken when the run stops gracefully.
     stop_wake: Rc<Notify>,
-    hard_wake: Rc<Notify>,
+    /// Per scenario: woken at its hard stop (end + gracefulStop) or the run's.
+    hard_wake: Rc<Vec<Rc<Notify>>>,
     hard: Arc<AtomicBool>,
 }
 
@@ -277,11 +283,14 @@ impl WorkerEnv {
         self.hard.load(Ordering::Relaxed)
     }
 
-    fn token(&self, hard_at: Option<Instant>) -> StopToken {
+    /// The stop signal of an iteration of scenario `sc` that must end by `hard_at`
+    /// (`scenario_hard`: the scenario's own hard stop, which the watcher signals).
+    fn token(&self, sc: usize, hard_at: Instant, scenario_hard: Instant) -> StopToken {
         StopToken {
-            hard_at,
+            hard_at: Some(hard_at),
+            own_timer: hard_at < scenario_hard,
             global: self.hard.clone(),
-            wake: self.hard_wake.clone(),
+            wake: self.hard_wake[sc].clone(),
         }
     }
 }
@@ -692,7 +701,13 @@ fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
         recorder: Rc::new(RefCell::new(Recorder::new())),
         scenarios: s.scen.clone(),
         stop_wake: Rc::new(Notify::new()),
-        hard_wake: Rc::new(Notify::new()),
+        hard_wake: Rc::new(
+            s.plan
+                .scenarios
+                .iter()
+                .map(|_| Rc::new(Notify::new()))
+                .collect(),
+        ),
         hard: s.hard.clone(),
     };
     let local = tokio::task::LocalSet::new();
@@ -783,15 +798,23 @@ fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
         let watcher = {
             let (env, s) = (env.clone(), s.clone());
             tokio::task::spawn_local(async move {
-                let (mut stopped, mut hard) = (false, false);
+                let mut stopped = false;
+                let mut fired = vec![false; s.plan.scenarios.len()];
                 loop {
                     if !stopped && s.ctl.is_stopped() {
                         stopped = true;
                         env.stop_wake.notify_waiters();
                     }
-                    if !hard && s.hard.load(Ordering::Relaxed) {
-                        hard = true;
-                        env.hard_wake.notify_waiters();
+                    let hard = s.hard.load(Ordering::Relaxed);
+                    let now = Instant::now();
+                    for (sc, f) in fired.iter_mut().enumerate() {
+                        let due =
+                            s.t0.get()
+                                .is_some_and(|t0| now >= scenario_hard(&s, sc, *t0));
+                        if !*f && (hard || due) {
+                            *f = true;
+                            env.hard_wake[sc].notify_waiters();
+                        }
                     }
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
@@ -880,6 +903,12 @@ fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
     let _ = tx.send(Msg::Done { worker: id });
 }
 
+/// When scenario `sc`'s iterations are interrupted: its end plus its `gracefulStop`.
+fn scenario_hard<F>(s: &Shared<F>, sc: usize, t0: Instant) -> Instant {
+    let spec = &s.plan.scenarios[sc];
+    t0 + spec.start_time + spec.executor.duration() + spec.graceful_stop
+}
+
 /// A scenario's iteration metrics on one worker, resolved once.
 struct IterHandles {
     iterations: Handle,
@@ -945,10 +974,11 @@ async fn run_iteration<F: VuFactory>(
     s.peak.fetch_max(n, Ordering::Relaxed);
     st.active.fetch_add(1, Ordering::Relaxed);
     let began = Instant::now();
+    let t0 = *s.t0.get().expect("set before the scenarios start");
     let ctx = IterCtx {
         scenario: sc,
         iteration,
-        stop: env.token(Some(hard_at)),
+        stop: env.token(sc, hard_at, scenario_hard(s, sc, t0)),
     };
     let outcome = body.run(Phase::Iteration(ctx)).await;
     let ended = Instant::now();

@@ -144,7 +144,7 @@ pub fn finished(r: &VuRunResult, scenarios: &[Scenario]) -> String {
         if sc.executor.arrivals().is_some() {
             let _ = write!(l, ", {} dropped", st.dropped);
         }
-        let _ = writeln!(out, "{l}  ({})", sc.executor.describe());
+        let _ = writeln!(out, "{l}  ({})", sc.executor.describe().0);
     }
     out
 }

@@ -61,6 +61,65 @@ pub struct Summary {
     pub options: SummaryOptions,
     /// Watched targets (`--monitor`), by their `target` tag: the "Target" block.
     pub targets: BTreeMap<String, volley_monitor::TargetSummary>,
+    /// Per scenario (from the `scenario` tag), when the run had more than one.
+    pub scenarios: Vec<ScenarioSummary>,
+}
+
+/// One scenario's figures for the summary's per-scenario block.
+#[derive(Clone, Debug, Default)]
+pub struct ScenarioSummary {
+    pub name: String,
+    pub iterations: u64,
+    pub interrupted: u64,
+    pub dropped: u64,
+    pub http_reqs: u64,
+    /// http_req_duration of the scenario's requests.
+    pub duration: Option<volley_metrics::agg::TrendAgg>,
+    /// checks: (passes, total).
+    pub checks: (u64, u64),
+}
+
+impl ScenarioSummary {
+    /// Gather per-scenario figures from the metrics' `scenario` tag and the result's options.
+    fn collect(r: &RunResult, aggs: &[(&volley_metrics::MetricTotal, Agg)]) -> Vec<Self> {
+        let Some(list) = r.options.get("scenarios").and_then(|v| v.as_array()) else {
+            return Vec::new();
+        };
+        if list.len() < 2 {
+            return Vec::new();
+        }
+        let mut out: Vec<ScenarioSummary> = list
+            .iter()
+            .map(|v| ScenarioSummary {
+                name: v["name"].as_str().unwrap_or_default().to_string(),
+                interrupted: v["interrupted_iterations"].as_u64().unwrap_or(0),
+                dropped: v["dropped_iterations"].as_u64().unwrap_or(0),
+                ..Default::default()
+            })
+            .collect();
+        for (m, agg) in aggs {
+            let Some(sc) = m.tags.get("scenario") else {
+                continue;
+            };
+            let Some(e) = out.iter_mut().find(|e| &e.name == sc) else {
+                continue;
+            };
+            match (m.name.as_str(), agg) {
+                ("iterations", Agg::Counter { sum, .. }) => e.iterations += *sum as u64,
+                ("http_reqs", Agg::Counter { sum, .. }) => e.http_reqs += *sum as u64,
+                ("checks", Agg::Rate { trues, total }) => {
+                    e.checks.0 += trues;
+                    e.checks.1 += total;
+                }
+                ("http_req_duration", Agg::Trend(t)) => match &mut e.duration {
+                    Some(d) => d.merge(t),
+                    None => e.duration = Some((**t).clone()),
+                },
+                _ => {}
+            }
+        }
+        out
+    }
 }
 
 impl Summary {
@@ -105,6 +164,7 @@ impl Summary {
             }
             aggs.push((m, agg));
         }
+        let scenarios = ScenarioSummary::collect(r, &aggs);
         // Sub-metrics: those thresholds name, and k6's default one.
         let mut subs: Vec<String> = r
             .thresholds
@@ -196,6 +256,7 @@ impl Summary {
             duration_s: r.meta.duration_s,
             options,
             targets: volley_monitor::summarize(r),
+            scenarios,
         })
     }
 
@@ -367,10 +428,51 @@ impl Summary {
                 " ".repeat(ind)
             ));
         }
+        self.render_scenarios(&mut out);
         // `--monitor`: start, peak, end and slope per watched target.
         out.push_str(&volley_monitor::summary::render_text(&self.targets, "", ""));
         out.push('\n');
         out
+    }
+
+    /// One line per scenario: iterations, requests, latency, checks.
+    fn render_scenarios(&self, out: &mut String) {
+        if self.scenarios.is_empty() {
+            return;
+        }
+        let unit = self.options.time_unit.as_str();
+        let width = self
+            .scenarios
+            .iter()
+            .map(|s| s.name.len())
+            .max()
+            .unwrap_or(0);
+        out.push_str("\n     █ SCENARIOS\n\n");
+        for sc in &self.scenarios {
+            let mut line = format!(
+                "     {:<width$}  iterations={} interrupted={}",
+                sc.name, sc.iterations, sc.interrupted
+            );
+            if sc.dropped > 0 {
+                line.push_str(&format!(" dropped={}", sc.dropped));
+            }
+            line.push_str(&format!(" http_reqs={}", sc.http_reqs));
+            if let Some(t) = sc.duration.as_ref().filter(|t| t.count > 0) {
+                line.push_str(&format!(
+                    " avg={} p(95)={}",
+                    humanize(Self::trend_value(t, "avg"), Unit::Time, unit),
+                    humanize(Self::trend_value(t, "p(95)"), Unit::Time, unit)
+                ));
+            }
+            if sc.checks.1 > 0 {
+                line.push_str(&format!(
+                    " checks={}",
+                    pct(sc.checks.0, sc.checks.1).trim_end()
+                ));
+            }
+            out.push_str(&line);
+            out.push('\n');
+        }
     }
 
     fn render_group(&self, path: &str, depth: usize, out: &mut String) {

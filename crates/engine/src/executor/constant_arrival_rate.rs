@@ -54,13 +54,17 @@ impl ConstantArrivalRate {
         RateSchedule::new(r, vec![(r, self.duration.as_secs_f64())])
     }
 
-    pub(crate) fn describe(&self) -> String {
-        format!(
-            "{} for {} (maxVUs: {}-{})",
-            fmt_rate(self.rate, self.time_unit),
-            fmt_duration(self.duration),
-            self.pre_allocated_vus,
-            self.max_vus
+    pub(crate) fn describe(&self) -> (String, Vec<String>) {
+        (
+            format!(
+                "{} for {}",
+                fmt_rate(self.rate, self.time_unit),
+                fmt_duration(self.duration)
+            ),
+            vec![format!(
+                "maxVUs: {}-{}",
+                self.pre_allocated_vus, self.max_vus
+            )],
         )
     }
 }
@@ -92,8 +96,8 @@ mod tests {
         assert_eq!(s.executor.initial_vus(), 2);
         assert_eq!(s.executor.duration(), Duration::from_secs(10));
         assert_eq!(
-            s.executor.describe(),
-            "30.00 iterations/m for 10s (maxVUs: 2-2)"
+            s.describe(),
+            "30.00 iterations/m for 10s (maxVUs: 2-2, gracefulStop: 30s)"
         );
     }
 

@@ -37,11 +37,14 @@ impl ConstantVus {
         Ok(())
     }
 
-    pub(crate) fn describe(&self) -> String {
-        format!(
-            "{} looping VUs for {}",
-            self.vus,
-            fmt_duration(self.duration)
+    pub(crate) fn describe(&self) -> (String, Vec<String>) {
+        (
+            format!(
+                "{} looping VUs for {}",
+                self.vus,
+                fmt_duration(self.duration)
+            ),
+            Vec::new(),
         )
     }
 }

@@ -124,8 +124,9 @@ impl Executor {
         }
     }
 
-    /// One line as k6 prints it before a run, e.g. "10 looping VUs for 30s".
-    pub fn describe(&self) -> String {
+    /// What k6 prints before a run: the load ("10 looping VUs for 30s") and the
+    /// executor's own settings ("maxVUs: 10-50").
+    pub fn describe(&self) -> (String, Vec<String>) {
         match self {
             Executor::ConstantVus(e) => e.describe(),
             Executor::RampingVus(e) => e.describe(),
@@ -189,26 +190,21 @@ impl Scenario {
         self.start_time + self.executor.duration() + extra
     }
 
-    /// k6's line for the run's header: "10 looping VUs for 30s (exec: read, gracefulStop: 30s)".
+    /// k6's line for the run's header:
+    /// "10 iterations shared among 2 VUs (maxDuration: 10m0s, exec: read, gracefulStop: 30s)".
     pub fn describe(&self) -> String {
-        let mut extras = Vec::new();
+        let (load, mut extras) = self.executor.describe();
         if let Some(e) = &self.exec {
             extras.push(format!("exec: {e}"));
         }
         if !self.start_time.is_zero() {
             extras.push(format!("startTime: {}", fmt_duration(self.start_time)));
         }
-        if let Executor::RampingVus(r) = &self.executor {
-            extras.push(format!(
-                "gracefulRampDown: {}",
-                fmt_duration(r.graceful_ramp_down)
-            ));
-        }
         extras.push(format!(
             "gracefulStop: {}",
             fmt_duration(self.graceful_stop)
         ));
-        format!("{} ({})", self.executor.describe(), extras.join(", "))
+        format!("{load} ({})", extras.join(", "))
     }
 
     /// Parse `options.scenarios[name]` as k6 does (defaults, validation, k6's wording).

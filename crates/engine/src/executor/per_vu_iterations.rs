@@ -39,12 +39,13 @@ impl PerVuIterations {
         Ok(e)
     }
 
-    pub(crate) fn describe(&self) -> String {
-        format!(
-            "{} iterations for each of {} VUs (maxDuration: {})",
-            self.iterations,
-            self.vus,
-            fmt_duration(self.max_duration)
+    pub(crate) fn describe(&self) -> (String, Vec<String>) {
+        (
+            format!(
+                "{} iterations for each of {} VUs",
+                self.iterations, self.vus
+            ),
+            vec![format!("maxDuration: {}", fmt_duration(self.max_duration))],
         )
     }
 }
@@ -65,8 +66,8 @@ mod tests {
         assert_eq!(s.executor.total_iterations(), Some(21));
         assert_eq!(s.executor.max_vus(), 3);
         assert_eq!(
-            s.executor.describe(),
-            "7 iterations for each of 3 VUs (maxDuration: 10m0s)"
+            s.describe(),
+            "7 iterations for each of 3 VUs (maxDuration: 10m0s, gracefulStop: 30s)"
         );
     }
 

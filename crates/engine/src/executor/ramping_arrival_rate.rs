@@ -64,19 +64,23 @@ impl RampingArrivalRate {
         RateSchedule::new(per_second(self.start_rate, self.time_unit), stages)
     }
 
-    pub(crate) fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> (String, Vec<String>) {
         let top = self
             .stages
             .iter()
             .map(|s| s.target as f64)
             .fold(self.start_rate, f64::max);
-        format!(
-            "Up to {} for {} over {} stages (maxVUs: {}-{})",
-            fmt_rate(top, self.time_unit),
-            fmt_duration(self.duration()),
-            self.stages.len(),
-            self.pre_allocated_vus,
-            self.max_vus
+        (
+            format!(
+                "Up to {} for {} over {} stages",
+                fmt_rate(top, self.time_unit),
+                fmt_duration(self.duration()),
+                self.stages.len()
+            ),
+            vec![format!(
+                "maxVUs: {}-{}",
+                self.pre_allocated_vus, self.max_vus
+            )],
         )
     }
 }
@@ -102,8 +106,8 @@ mod tests {
         assert_eq!(s.executor.duration(), Duration::from_secs(20));
         assert_eq!((s.executor.initial_vus(), s.executor.max_vus()), (1, 4));
         assert_eq!(
-            s.executor.describe(),
-            "Up to 100.00 iterations/s for 20s over 2 stages (maxVUs: 1-4)"
+            s.describe(),
+            "Up to 100.00 iterations/s for 20s over 2 stages (maxVUs: 1-4, gracefulStop: 30s)"
         );
     }
 

@@ -67,12 +67,18 @@ impl RampingVus {
         self.stages.iter().map(|s| s.duration).sum()
     }
 
-    pub(crate) fn describe(&self) -> String {
-        format!(
-            "Up to {} looping VUs for {} over {} stages",
-            self.max_vus(),
-            fmt_duration(self.duration()),
-            self.stages.len()
+    pub(crate) fn describe(&self) -> (String, Vec<String>) {
+        (
+            format!(
+                "Up to {} looping VUs for {} over {} stages",
+                self.max_vus(),
+                fmt_duration(self.duration()),
+                self.stages.len()
+            ),
+            vec![format!(
+                "gracefulRampDown: {}",
+                fmt_duration(self.graceful_ramp_down)
+            )],
         )
     }
 

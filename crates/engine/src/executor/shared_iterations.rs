@@ -41,12 +41,13 @@ impl SharedIterations {
         Ok(e)
     }
 
-    pub(crate) fn describe(&self) -> String {
-        format!(
-            "{} iterations shared among {} VUs (maxDuration: {})",
-            self.iterations,
-            self.vus,
-            fmt_duration(self.max_duration)
+    pub(crate) fn describe(&self) -> (String, Vec<String>) {
+        (
+            format!(
+                "{} iterations shared among {} VUs",
+                self.iterations, self.vus
+            ),
+            vec![format!("maxDuration: {}", fmt_duration(self.max_duration))],
         )
     }
 }
@@ -91,7 +92,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             s.describe(),
-            "200 iterations shared among 10 VUs (maxDuration: 30s) (gracefulStop: 30s)"
+            "200 iterations shared among 10 VUs (maxDuration: 30s, gracefulStop: 30s)"
         );
     }
 }

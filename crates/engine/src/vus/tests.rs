@@ -285,3 +285,27 @@ fn first_iterations_are_spread_out() {
     assert_eq!(start_offset(5000, 5000), Duration::from_micros(999_800));
     assert!(start_offset(100_000, 100_000) < START_SPREAD_MAX);
 }
+
+#[test]
+fn ramp_down_interrupts_after_graceful_ramp_down_not_graceful_stop() {
+    let mut ramp = RampingVus::new(
+        2,
+        vec![
+            Stage {
+                duration: secs(1),
+                target: 2,
+            },
+            Stage {
+                duration: Duration::from_millis(500),
+                target: 0,
+            },
+        ],
+    );
+    ramp.graceful_ramp_down = Duration::from_millis(200);
+    let s = Scenario::new("down", Executor::RampingVus(ramp));
+    // gracefulStop stays at 30 s: only the ramp-down can end these 60 s iterations early.
+    let (r, _) = run(vec![s], vec![secs(60)]);
+    assert_eq!(r.scenarios[0].interrupted, 2);
+    assert_eq!(r.scenarios[0].completed, 0);
+    assert!(r.elapsed < secs(10), "{:?}", r.elapsed);
+}
