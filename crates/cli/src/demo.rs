@@ -18,6 +18,16 @@ const QUICKSTART: &str = include_str!("../../../examples/quickstart.js");
 /// The intro's load steps when `-z` is not given.
 const INTRO_DURATION: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// A duration as `-z` takes it: `5s`, or `1500ms` when not whole seconds (so `-z 500ms`
+/// is not shown as `0s`). k6 parses both forms too (the intro's script gets it as DURATION).
+fn flag_duration(d: std::time::Duration) -> String {
+    if d.subsec_millis() == 0 && d.as_secs() > 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis().max(1))
+    }
+}
+
 pub fn run(a: DemoArgs) -> i32 {
     let tour = match demo_tour::plan(&a) {
         Ok(p) => p,
@@ -52,11 +62,11 @@ pub fn run(a: DemoArgs) -> i32 {
     // Step 1: quick mode.
     let url = format!("{base}/");
     outln!(
-        "\n== 1. Quick mode: {} connections for {:.0}s against {url}\n   (same as: volley http -c {} -z {}s {url})\n",
+        "\n== 1. Quick mode: {} connections for {} against {url}\n   (same as: volley http -c {} -z {} {url})\n",
         a.connections,
-        duration.as_secs_f64(),
+        flag_duration(duration),
         a.connections,
-        duration.as_secs()
+        flag_duration(duration)
     );
     let cfg = QuickConfig {
         url: url.clone(),
@@ -136,7 +146,7 @@ pub fn run(a: DemoArgs) -> i32 {
             env: vec![
                 format!("BASE_URL={base}"),
                 "VUS=10".into(),
-                format!("DURATION={}ms", duration.as_millis().max(1)),
+                format!("DURATION={}", flag_duration(duration)),
             ],
             no_system_env: true,
             save: Some(script_json.clone()),
