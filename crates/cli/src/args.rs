@@ -25,7 +25,7 @@ pub enum Command {
     Target(TargetArgs),
     /// Print the summary of a saved result file (--save)
     Summary(SummaryArgs),
-    /// See Volley work: start the built-in target and run a short test against it
+    /// See Volley work: a guided tour against built-in servers, ending in a baseline table
     Demo(DemoArgs),
     /// Run a k6 script (k6's JS API, options and summary)
     Run(Box<RunArgs>),
@@ -199,22 +199,53 @@ pub struct SummaryArgs {
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct DemoArgs {
-    /// Without a subcommand: the guided tour (built-in target, quick blast, k6 script)
+    /// Without a subcommand: the guided tour (built-in target: quick blast and a k6 script;
+    /// then the demo service with every example suite; see docs/demo.md)
     #[command(subcommand)]
     pub action: Option<DemoAction>,
-    /// How long the demo load runs
-    #[arg(short = 'z', long, default_value = "5s", value_parser = volley_engine::parse_duration)]
-    pub duration: std::time::Duration,
-    /// Concurrent connections
+    /// How long each load step runs: the quick blast and the k6 script (default 5s), and each
+    /// example of the tour (default: the profile's, 3s in smoke)
+    #[arg(short = 'z', long, value_parser = volley_engine::parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Concurrent connections of the quick blast
     #[arg(short = 'c', long, default_value_t = 20)]
     pub connections: usize,
-    /// Where to write the results, HTML reports and the example script (default: a
-    /// `volley-demo` folder in the system's temporary directory)
+    /// Where to write the results, HTML reports and the scripts (default: a `volley-demo`
+    /// folder in the system's temporary directory)
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
-    /// Only the quick blast; skip the k6 script step
+    /// Only the quick blast; skip the k6 script and the example suites
     #[arg(long)]
     pub quick: bool,
+    /// The examples' load profile: smoke (a few seconds each, under two minutes in all) or
+    /// load (ramps to 10 VUs, about 100 s each)
+    #[arg(long, value_enum, default_value_t = DemoProfile::Smoke)]
+    pub profile: DemoProfile,
+    /// Run only these examples of the tour (names as in the table: search, download, ...;
+    /// comma-separated or repeated)
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Extra environment for the example scripts, e.g. P95_MS=50 (repeatable; see
+    /// docs/examples.md)
+    #[arg(short = 'e', long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+}
+
+/// `volley demo --profile`: the examples' `PROFILE` (soak and stress are left to `volley run`:
+/// an hour, or 100 VUs, per example is not a tour).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DemoProfile {
+    Smoke,
+    Load,
+}
+
+impl DemoProfile {
+    pub fn name(self) -> &'static str {
+        match self {
+            DemoProfile::Smoke => "smoke",
+            DemoProfile::Load => "load",
+        }
+    }
 }
 
 #[derive(Args, Debug)]

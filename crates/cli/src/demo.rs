@@ -1,10 +1,12 @@
-//! `volley demo`: the guided tour, with no server of the user's own. It starts the built-in
-//! target on a free loopback port, then (1) blasts one URL in quick mode and (2) runs an
-//! example k6 script with checks, custom metrics and thresholds against it, saving result
-//! files and HTML reports for each step.
+//! `volley demo`: the guided tour, with no server of the user's own. The intro starts the
+//! built-in target on a free loopback port, then (1) blasts one URL in quick mode and (2)
+//! runs an example k6 script with checks, custom metrics and thresholds against it, saving
+//! result files and HTML reports for each step. Then (3) the tour proper ([`demo_tour`]):
+//! the demo service, seeded, with every example suite in a smoke (or load) profile and one
+//! baseline table. `--quick` stops after step 1. Documented in docs/demo.md.
 
 use crate::args::{DemoArgs, RunArgs};
-use crate::{exit, http_cmd, report_cmd, run_cmd};
+use crate::{demo_tour, exit, http_cmd, report_cmd, run_cmd};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use volley_engine::{run_quick, QuickConfig, RunControl};
@@ -13,7 +15,31 @@ use volley_http::{Body, TlsOptions};
 /// The example script shipped in `examples/`, embedded so the demo needs no checkout.
 const QUICKSTART: &str = include_str!("../../../examples/quickstart.js");
 
+/// The intro's load steps when `-z` is not given.
+const INTRO_DURATION: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A duration as `-z` takes it: `5s`, or `1500ms` when not whole seconds (so `-z 500ms`
+/// is not shown as `0s`). k6 parses both forms too (the intro's script gets it as DURATION).
+fn flag_duration(d: std::time::Duration) -> String {
+    if d.subsec_millis() == 0 && d.as_secs() > 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis().max(1))
+    }
+}
+
 pub fn run(a: DemoArgs) -> i32 {
+    let tour = match demo_tour::plan(&a) {
+        Ok(p) => p,
+        Err(e) => return exit::usage(&e),
+    };
+    let duration = a.duration.unwrap_or(INTRO_DURATION);
+    if duration.is_zero() {
+        return exit::usage("-z/--duration must be longer than 0");
+    }
+    if a.connections == 0 {
+        return exit::usage("-c/--connections must be at least 1");
+    }
     let dir = a
         .out_dir
         .clone()
@@ -36,19 +62,19 @@ pub fn run(a: DemoArgs) -> i32 {
     // Step 1: quick mode.
     let url = format!("{base}/");
     outln!(
-        "\n== 1. Quick mode: {} connections for {:.0}s against {url}\n   (same as: volley http -c {} -z {}s {url})\n",
+        "\n== 1. Quick mode: {} connections for {} against {url}\n   (same as: volley http -c {} -z {} {url})\n",
         a.connections,
-        a.duration.as_secs_f64(),
+        flag_duration(duration),
         a.connections,
-        a.duration.as_secs()
+        flag_duration(duration)
     );
     let cfg = QuickConfig {
         url: url.clone(),
         method: "GET".into(),
         headers: Vec::new(),
         body: Body::Empty,
-        connections: a.connections.max(1),
-        duration: Some(a.duration),
+        connections: a.connections,
+        duration: Some(duration),
         requests: None,
         timeout: std::time::Duration::from_secs(10),
         connect_timeout: std::time::Duration::from_secs(5),
@@ -62,7 +88,7 @@ pub fn run(a: DemoArgs) -> i32 {
         http2: false,
         h2_streams: 1,
         rate: None,
-        max_connections: a.connections.max(1),
+        max_connections: a.connections,
         command: std::env::args().collect(),
     };
     let ctl = RunControl::new();
@@ -120,7 +146,7 @@ pub fn run(a: DemoArgs) -> i32 {
             env: vec![
                 format!("BASE_URL={base}"),
                 "VUS=10".into(),
-                format!("DURATION={}s", a.duration.as_secs().max(1)),
+                format!("DURATION={}", flag_duration(duration)),
             ],
             no_system_env: true,
             save: Some(script_json.clone()),
@@ -138,6 +164,12 @@ pub fn run(a: DemoArgs) -> i32 {
     }
     target.shutdown();
 
+    // Step 3: the example suites against the demo service.
+    let mut tour_code = exit::OK;
+    if !a.quick && !ctl.was_interrupted() {
+        tour_code = demo_tour::run(&tour, &dir, &ctl);
+    }
+
     outln!("\nResults in {}:", dir.display());
     let files: Vec<PathBuf> = [
         "quick.json",
@@ -145,10 +177,13 @@ pub fn run(a: DemoArgs) -> i32 {
         "quickstart.js",
         "quickstart.json",
         "quickstart.html",
+        "examples",
+        "results",
     ]
     .iter()
     .map(|f| dir.join(f))
-    .filter(|p| p.exists())
+    // An earlier tour's folders are not this run's results.
+    .filter(|p| p.exists() && (!a.quick || p.extension().is_some()))
     .collect();
     for f in &files {
         outln!("  {}", f.display());
@@ -157,9 +192,9 @@ pub fn run(a: DemoArgs) -> i32 {
         "Next: open the .html reports; `volley compare {} <another run>.json`; `volley http URL` against your own service; `volley run your-script.js`.",
         quick_json.display()
     );
-    if code != exit::OK {
-        code
-    } else {
-        script_code
-    }
+    // The first step that failed decides (README and docs/demo.md, "Exit codes").
+    [code, script_code, tour_code]
+        .into_iter()
+        .find(|c| *c != exit::OK)
+        .unwrap_or(exit::OK)
 }
