@@ -1160,7 +1160,10 @@ async fn arrivals<F: VuFactory>(
                 break;
             }
             k += 1;
-            if due > Instant::now() && !wait_until(&s, &env, due).await {
+            // The timer fires on whole milliseconds after the deadline: aim up to 1 ms early
+            // so starts scatter around `due` instead of all landing ~1 ms late.
+            let wake = due.checked_sub(TIMER_SLACK).unwrap_or(due);
+            if wake > Instant::now() && !wait_until(&s, &env, wake).await {
                 break;
             }
             let next = idle.borrow_mut().pop();
@@ -1232,6 +1235,9 @@ async fn arrivals<F: VuFactory>(
     }
     drop(idle);
 }
+
+/// The timer's granularity (tokio's wheel ticks in milliseconds).
+const TIMER_SLACK: Duration = Duration::from_millis(1);
 
 /// Hand the memory freed while VUs were created (compiling, loading, temporaries) back to
 /// the OS: with thousands of VUs it is scattered over the heap and would stay resident.
