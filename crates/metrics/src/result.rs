@@ -323,15 +323,23 @@ impl RunResult {
     }
 
     /// Write atomically (temporary file + rename) so a crash never leaves half a file.
+    /// The JSON is streamed to the file: with thousands of series it is tens of megabytes,
+    /// which an in-memory copy would add to the run's peak memory.
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
-        let text = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        use std::io::Write as _;
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(format!(".tmp{}", std::process::id()));
         let tmp = std::path::PathBuf::from(tmp);
-        std::fs::write(&tmp, text)?;
-        std::fs::rename(&tmp, path).inspect_err(|_| {
-            let _ = std::fs::remove_file(&tmp);
-        })
+        let write = || -> std::io::Result<()> {
+            let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+            serde_json::to_writer_pretty(&mut w, self).map_err(std::io::Error::other)?;
+            w.flush()
+        };
+        write()
+            .and_then(|()| std::fs::rename(&tmp, path))
+            .inspect_err(|_| {
+                let _ = std::fs::remove_file(&tmp);
+            })
     }
 
     /// Merge two results of the same test run in parallel (e.g. from two machines): counters,
@@ -572,6 +580,16 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
             .collect();
         assert!(leftovers.is_empty());
+        // A failed rename (the target is a directory) reports the error and cleans up.
+        let taken = dir.join("taken");
+        std::fs::create_dir_all(taken.join("x")).unwrap();
+        assert!(r.write(&taken).is_err());
+        let leftovers = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+            .count();
+        assert_eq!(leftovers, 0);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
