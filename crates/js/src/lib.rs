@@ -36,6 +36,7 @@ pub(crate) mod modules;
 pub mod options;
 pub mod out_json;
 pub mod outputs;
+mod rt;
 pub mod script;
 pub mod summary;
 pub mod thresholds;
