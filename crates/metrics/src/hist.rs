@@ -183,7 +183,24 @@ impl TrendHist {
     /// Record a stored value, capped at the top of Volley's range.
     #[inline]
     pub fn record(&mut self, v: u64) {
-        self.record_n(v, 1)
+        let v = v.min(HIGHEST);
+        match self {
+            // Auto-resizing histograms grow to fit, so this cannot fail below HIGHEST.
+            TrendHist::Hdr(h) => {
+                let _ = h.record(v);
+            }
+            TrendHist::Sparse(e) => {
+                // The common case: a bucket seen before.
+                let lo = lowest_equivalent(v) as u32;
+                if let Ok(i) = e.binary_search_by_key(&lo, |x| x.0) {
+                    if let Some(c) = e[i].1.checked_add(1) {
+                        e[i].1 = c;
+                        return;
+                    }
+                }
+                self.record_n(v, 1)
+            }
+        }
     }
 
     /// Record `n` samples of one stored value, capped at the top of Volley's range.
