@@ -39,6 +39,7 @@ pub mod options;
 pub mod out_json;
 pub mod outputs;
 pub mod progress;
+mod rt;
 pub mod script;
 pub mod summary;
 pub mod thresholds;

@@ -675,11 +675,10 @@ fn vu_main(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, _first: Resume) {
             r = y.suspend(Yield::Done(Outcome::Abort(msg.clone())));
         }
     };
-    let rt = match Runtime::new() {
+    let rt: Runtime = match crate::rt::vu_runtime() {
         Ok(rt) => rt,
         Err(e) => return fail(format!("cannot start QuickJS: {e}")),
     };
-    rt.set_max_stack_size(JS_STACK);
     rt.set_loader(
         ModResolver,
         BytecodeLoader {
@@ -692,7 +691,7 @@ fn vu_main(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, _first: Resume) {
             st.cancellable.get() && st.stop.borrow().as_ref().is_some_and(|t| t.is_stopped())
         })));
     }
-    let ctx = match Context::full(&rt) {
+    let ctx: Context = match crate::rt::vu_context(&rt) {
         Ok(c) => c,
         Err(e) => return fail(format!("cannot start QuickJS: {e}")),
     };

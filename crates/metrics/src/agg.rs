@@ -1,6 +1,6 @@
 //! The four k6 metric kinds as aggregates that can be recorded into and merged exactly.
 
-use crate::hist::{self, Hist};
+use crate::hist::{self, TrendHist};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -44,10 +44,12 @@ pub enum Agg {
     Trend(Box<TrendAgg>),
 }
 
-/// A trend keeps an HDR histogram for percentiles plus exact min, max and sum.
+/// A trend keeps an HDR histogram for percentiles plus exact min, max and sum. The histogram
+/// stays a short sorted list while the trend has few distinct values ([`TrendHist`]), so
+/// rarely-hit series (one per URL, say) cost bytes rather than an HDR array each.
 #[derive(Clone, Debug)]
 pub struct TrendAgg {
-    pub hist: Hist,
+    pub hist: TrendHist,
     pub count: u64,
     pub sum: f64,
     pub min: f64,
@@ -57,7 +59,7 @@ pub struct TrendAgg {
 impl TrendAgg {
     pub fn new() -> Self {
         TrendAgg {
-            hist: hist::new_hist(),
+            hist: TrendHist::new(),
             count: 0,
             sum: 0.0,
             min: f64::INFINITY,
@@ -68,7 +70,7 @@ impl TrendAgg {
     /// Record a time in microseconds: the engine's hot path, no float parsing of units.
     #[inline]
     pub fn record_us(&mut self, us: u64) {
-        hist::record(&mut self.hist, us);
+        self.hist.record(us);
         let v = us as f64 / hist::SCALE;
         self.count += 1;
         self.sum += v;
@@ -81,7 +83,7 @@ impl TrendAgg {
     }
 
     pub fn add(&mut self, v: f64) {
-        hist::record(&mut self.hist, hist::to_stored(v));
+        self.hist.record(hist::to_stored(v));
         self.count += 1;
         self.sum += v;
         self.min = self.min.min(v);
@@ -89,8 +91,7 @@ impl TrendAgg {
     }
 
     pub fn merge(&mut self, o: &TrendAgg) {
-        // Both sides share Volley's bounds, so adding cannot fail.
-        let _ = self.hist.add(&o.hist);
+        self.hist.add(&o.hist);
         self.count += o.count;
         self.sum += o.sum;
         self.min = self.min.min(o.min);
@@ -211,7 +212,7 @@ impl Agg {
         }
     }
 
-    /// Empty the aggregate in place, keeping its allocation (the histogram's counts array).
+    /// Empty the aggregate in place, keeping a histogram's HDR counts array if it has one.
     pub fn reset(&mut self) {
         match self {
             Agg::Trend(t) => {

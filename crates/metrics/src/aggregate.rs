@@ -5,7 +5,7 @@
 //! nobody recorded into still get an (empty) point so the series has no holes.
 
 use crate::agg::Agg;
-use crate::recorder::{MetricDesc, Snapshot};
+use crate::recorder::{DescKey, MetricDesc, Snapshot};
 use crate::result::MetricTotal;
 use crate::series::{Point, Series, SeriesValue, Stat};
 use crate::MetricKey;
@@ -13,8 +13,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub struct Aggregator {
-    totals: BTreeMap<MetricKey, (Arc<MetricDesc>, Agg)>,
-    pending: BTreeMap<u64, BTreeMap<MetricKey, (Arc<MetricDesc>, Agg)>>,
+    /// Keyed by the first description seen (name and tags are not copied again).
+    totals: BTreeMap<DescKey, Agg>,
+    /// Per unfinished interval: only the series some worker recorded into.
+    pending: BTreeMap<u64, BTreeMap<DescKey, Agg>>,
     /// Per worker: the next interval it has not reported yet, or None once it is done.
     next_unreported: Vec<Option<u64>>,
     /// First interval not yet turned into a point.
@@ -38,16 +40,15 @@ impl Aggregator {
         let bucket = self.pending.entry(interval).or_default();
         for (desc, agg) in snap.entries {
             match self.totals.get_mut(&desc.key) {
-                Some((_, t)) => t.merge(&agg),
+                Some(t) => t.merge(&agg),
                 None => {
-                    self.totals
-                        .insert(desc.key.clone(), (desc.clone(), agg.clone()));
+                    self.totals.insert(DescKey(desc.clone()), agg.clone());
                 }
             }
             match bucket.get_mut(&desc.key) {
-                Some((_, b)) => b.merge(&agg),
+                Some(b) => b.merge(&agg),
                 None => {
-                    bucket.insert(desc.key.clone(), (desc, agg));
+                    bucket.insert(DescKey(desc), agg);
                 }
             }
         }
@@ -88,10 +89,10 @@ impl Aggregator {
                 t: i,
                 w: 1,
                 values: values
-                    .into_values()
+                    .into_iter()
                     .map(|(d, a)| SeriesValue {
-                        name: d.key.name.clone(),
-                        tags: d.key.tags.clone(),
+                        name: d.0.key.name.clone(),
+                        tags: d.0.key.tags.clone(),
                         stat: Stat::from_agg(&a),
                     })
                     .collect(),
@@ -102,18 +103,18 @@ impl Aggregator {
 
     /// Run totals so far.
     pub fn totals(&self) -> impl Iterator<Item = (&MetricDesc, &Agg)> {
-        self.totals.values().map(|(d, a)| (d.as_ref(), a))
+        self.totals.iter().map(|(d, a)| (d.0.as_ref(), a))
     }
 
     pub fn total(&self, key: &MetricKey) -> Option<&Agg> {
-        self.totals.get(key).map(|(_, a)| a)
+        self.totals.get(key)
     }
 
     /// Sum of a counter over all its tag sets.
     pub fn counter_sum(&self, name: &str) -> f64 {
         self.totals
-            .values()
-            .filter(|(d, _)| d.key.name == name)
+            .iter()
+            .filter(|(d, _)| d.0.key.name == name)
             .map(|(_, a)| match a {
                 Agg::Counter { sum, .. } => *sum,
                 _ => 0.0,
@@ -138,8 +139,12 @@ impl Aggregator {
         self.finalize_ready();
         let totals = self
             .totals
-            .into_values()
-            .map(|(d, a)| MetricTotal::from_agg(&d, &a))
+            .into_iter()
+            .map(|(d, a)| match Arc::try_unwrap(d.0) {
+                // Workers are done: move the name and tags instead of copying them.
+                Ok(desc) => MetricTotal::from_desc(desc, &a),
+                Err(desc) => MetricTotal::from_agg(&desc, &a),
+            })
             .collect();
         (totals, self.series)
     }

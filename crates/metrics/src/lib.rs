@@ -7,8 +7,10 @@
 //! that summaries, reports, comparisons and merges read.
 //!
 //! Layout:
-//! - [`hist`]: HDR histogram construction (1 µs .. 1 h, 3 significant digits) and the standard
-//!   compressed base64 encoding.
+//! - [`hist`]: HDR histogram construction (1 µs .. 1 h, 3 significant digits), the standard
+//!   compressed base64 encoding, and [`hist::TrendHist`], a trend's histogram that stays a
+//!   short list while it has few distinct values (a series per URL costs bytes, not an HDR
+//!   array).
 //! - [`agg`]: the four metric kinds (counter, gauge, rate, trend) as mergeable aggregates.
 //! - [`recorder`]: per-worker, lock-free recording through pre-resolved handles.
 //! - [`aggregate`]: merges worker snapshots into totals and the per-second series.

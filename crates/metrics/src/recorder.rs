@@ -2,7 +2,7 @@
 //! through a [`Handle`] resolved once, so recording a sample is a few arithmetic operations
 //! with no lock, atomic, hash or channel send.
 
-use crate::agg::{Agg, MetricKind, TrendAgg, Unit};
+use crate::agg::{Agg, MetricKind, Unit};
 use crate::MetricKey;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,6 +13,43 @@ pub struct MetricDesc {
     pub key: MetricKey,
     pub kind: MetricKind,
     pub unit: Unit,
+}
+
+/// A series' description as a map key that compares, orders and hashes by its [`MetricKey`]:
+/// lets maps look series up by key without holding a second copy of the name and tags.
+#[derive(Clone, Debug)]
+pub(crate) struct DescKey(pub(crate) Arc<MetricDesc>);
+
+impl std::borrow::Borrow<MetricKey> for DescKey {
+    fn borrow(&self) -> &MetricKey {
+        &self.0.key
+    }
+}
+
+impl PartialEq for DescKey {
+    fn eq(&self, o: &Self) -> bool {
+        self.0.key == o.0.key
+    }
+}
+
+impl Eq for DescKey {}
+
+impl std::hash::Hash for DescKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.key.hash(state)
+    }
+}
+
+impl PartialOrd for DescKey {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+impl Ord for DescKey {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.0.key.cmp(&o.0.key)
+    }
 }
 
 /// Index of a series inside one [`Recorder`]; only valid for the recorder that issued it.
@@ -37,7 +74,8 @@ pub trait SampleSink {
 #[derive(Default)]
 pub struct Recorder {
     descs: Vec<Arc<MetricDesc>>,
-    index: HashMap<MetricKey, Handle>,
+    /// Shares the descriptions in `descs`: each series' name and tags are held once.
+    index: HashMap<DescKey, Handle>,
     current: Vec<Agg>,
     sink: Option<Box<dyn SampleSink>>,
 }
@@ -55,12 +93,9 @@ impl Recorder {
         }
         let h = Handle(self.descs.len() as u32);
         self.current.push(Agg::empty(kind));
-        self.descs.push(Arc::new(MetricDesc {
-            key: key.clone(),
-            kind,
-            unit,
-        }));
-        self.index.insert(key, h);
+        let desc = Arc::new(MetricDesc { key, kind, unit });
+        self.descs.push(desc.clone());
+        self.index.insert(DescKey(desc), h);
         h
     }
 
@@ -121,8 +156,9 @@ impl Recorder {
                 continue;
             }
             let taken = match agg {
-                // Swap rather than clone+reset: one allocation instead of a copy and a clear.
-                Agg::Trend(t) => Agg::Trend(std::mem::replace(t, Box::new(TrendAgg::new()))),
+                // Move the histogram out: what stays behind is an empty (allocation-free)
+                // sparse histogram, so a series touched once costs nothing more here.
+                Agg::Trend(t) => Agg::Trend(Box::new(std::mem::take(&mut **t))),
                 other => {
                     let c = other.clone();
                     other.reset();

@@ -138,31 +138,21 @@ pub enum TotalValue {
 
 impl MetricTotal {
     pub fn from_agg(d: &MetricDesc, a: &Agg) -> MetricTotal {
-        let value = match a {
-            Agg::Counter { sum, n } => TotalValue::Counter { sum: *sum, n: *n },
-            Agg::Gauge { last, min, max, n } => TotalValue::Gauge {
-                last: *last,
-                min: *min,
-                max: *max,
-                n: *n,
-            },
-            Agg::Rate { trues, total } => TotalValue::Rate {
-                trues: *trues,
-                total: *total,
-            },
-            Agg::Trend(t) => TotalValue::Trend {
-                count: t.count,
-                sum: t.sum,
-                min: if t.count == 0 { 0.0 } else { t.min },
-                max: if t.count == 0 { 0.0 } else { t.max },
-                hist: hist::encode(&t.hist),
-            },
-        };
         MetricTotal {
             name: d.key.name.clone(),
             tags: d.key.tags.clone(),
             unit: d.unit,
-            value,
+            value: TotalValue::from_agg(a),
+        }
+    }
+
+    /// As [`MetricTotal::from_agg`], taking the name and tags over.
+    pub fn from_desc(d: MetricDesc, a: &Agg) -> MetricTotal {
+        MetricTotal {
+            name: d.key.name,
+            tags: d.key.tags,
+            unit: d.unit,
+            value: TotalValue::from_agg(a),
         }
     }
 
@@ -203,7 +193,8 @@ impl MetricTotal {
                 max,
                 hist: h,
             } => {
-                let hist = hist::decode(h).map_err(|e| format!("metric {}: {e}", self.name))?;
+                let hist =
+                    hist::decode_trend(h).map_err(|e| format!("metric {}: {e}", self.name))?;
                 let empty = *count == 0;
                 Agg::Trend(Box::new(TrendAgg {
                     hist,
@@ -214,6 +205,31 @@ impl MetricTotal {
                 }))
             }
         })
+    }
+}
+
+impl TotalValue {
+    fn from_agg(a: &Agg) -> TotalValue {
+        match a {
+            Agg::Counter { sum, n } => TotalValue::Counter { sum: *sum, n: *n },
+            Agg::Gauge { last, min, max, n } => TotalValue::Gauge {
+                last: *last,
+                min: *min,
+                max: *max,
+                n: *n,
+            },
+            Agg::Rate { trues, total } => TotalValue::Rate {
+                trues: *trues,
+                total: *total,
+            },
+            Agg::Trend(t) => TotalValue::Trend {
+                count: t.count,
+                sum: t.sum,
+                min: if t.count == 0 { 0.0 } else { t.min },
+                max: if t.count == 0 { 0.0 } else { t.max },
+                hist: t.hist.encode(),
+            },
+        }
     }
 }
 
@@ -307,15 +323,23 @@ impl RunResult {
     }
 
     /// Write atomically (temporary file + rename) so a crash never leaves half a file.
+    /// The JSON is streamed to the file: with thousands of series it is tens of megabytes,
+    /// which an in-memory copy would add to the run's peak memory.
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
-        let text = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        use std::io::Write as _;
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(format!(".tmp{}", std::process::id()));
         let tmp = std::path::PathBuf::from(tmp);
-        std::fs::write(&tmp, text)?;
-        std::fs::rename(&tmp, path).inspect_err(|_| {
-            let _ = std::fs::remove_file(&tmp);
-        })
+        let write = || -> std::io::Result<()> {
+            let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+            serde_json::to_writer_pretty(&mut w, self).map_err(std::io::Error::other)?;
+            w.flush()
+        };
+        write()
+            .and_then(|()| std::fs::rename(&tmp, path))
+            .inspect_err(|_| {
+                let _ = std::fs::remove_file(&tmp);
+            })
     }
 
     /// Merge two results of the same test run in parallel (e.g. from two machines): counters,
@@ -486,6 +510,41 @@ mod tests {
     }
 
     #[test]
+    fn merge_is_exact_when_one_side_has_few_values() {
+        // 1000 spread values: an HDR array; 10 values: the short sparse form.
+        let (a, b) = (run(1, 1000), run(7, 10));
+        let m = a.merge(&b).unwrap();
+        let hist_of =
+            |r: &RunResult| match &r.metric("http_req_duration", &TagSet::new()).unwrap().value {
+                TotalValue::Trend { hist, .. } => hist::decode(hist).unwrap(),
+                _ => panic!(),
+            };
+        let mut both = hist_of(&a);
+        both.add(hist_of(&b)).unwrap();
+        let merged = hist_of(&m);
+        assert_eq!(merged.len(), 1010);
+        for p in [0.0, 50.0, 90.0, 99.0, 99.9, 100.0] {
+            assert_eq!(
+                merged.value_at_percentile(p),
+                both.value_at_percentile(p),
+                "p{p}"
+            );
+        }
+        // The same in the other order, and both sparse.
+        let m2 = b.merge(&a).unwrap();
+        assert_eq!(
+            hist_of(&m2).value_at_percentile(99.0),
+            both.value_at_percentile(99.0)
+        );
+        let m3 = b.merge(&b).unwrap();
+        assert_eq!(hist_of(&m3).len(), 20);
+        assert_eq!(
+            hist_of(&m3).value_at_percentile(50.0),
+            hist_of(&b).value_at_percentile(50.0)
+        );
+    }
+
+    #[test]
     fn merge_rejects_different_tests() {
         let a = run(1, 10);
         let mut b = run(1, 10);
@@ -521,6 +580,16 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
             .collect();
         assert!(leftovers.is_empty());
+        // A failed rename (the target is a directory) reports the error and cleans up.
+        let taken = dir.join("taken");
+        std::fs::create_dir_all(taken.join("x")).unwrap();
+        assert!(r.write(&taken).is_err());
+        let leftovers = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+            .count();
+        assert_eq!(leftovers, 0);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
