@@ -6,33 +6,11 @@
 mod common;
 use common::*;
 
-use std::collections::BTreeMap;
-use volley_engine::RunControl;
-use volley_js::{CliOptions, RunError, RunOutput};
+use volley_js::{RunError, RunOutput};
 use volley_metrics::TotalValue;
 
-fn run_env(
-    name: &str,
-    t: &volley_target::RunningTarget,
-    extra: &[(&str, &str)],
-) -> Result<RunOutput, RunError> {
-    let mut env = BTreeMap::new();
-    env.insert("BASE".to_string(), format!("http://{}", t.local_addr()));
-    for (k, v) in extra {
-        env.insert(k.to_string(), v.to_string());
-    }
-    volley_js::run(
-        &script(name),
-        env,
-        &CliOptions::default(),
-        2,
-        vec![],
-        &RunControl::new(),
-    )
-}
-
 fn run(name: &str, t: &volley_target::RunningTarget) -> RunOutput {
-    run_env(name, t, &[]).unwrap_or_else(|e| panic!("{name}: {e}"))
+    run_script(name, t, &[]).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 /// What the result file says about scenario `name` (completed, interrupted, dropped).
@@ -181,7 +159,7 @@ fn bad_scenario_configs_are_config_errors() {
             "using `duration` and `scenarios` options simultaneously is not allowed",
         ),
     ] {
-        match run_env(name, &t, &[]) {
+        match run_script(name, &t, &[]) {
             Err(RunError::Config(e)) => assert!(e.contains(want), "{name}: {e}"),
             Err(e) => panic!("{name}: not a config error: {e}"),
             Ok(_) => panic!("{name}: ran"),

@@ -4,29 +4,9 @@
 mod common;
 use common::*;
 
-use std::collections::BTreeMap;
-use volley_engine::RunControl;
-use volley_js::{CliOptions, RunError, RunOutput, Summary};
+use volley_js::{RunError, Summary};
 
-fn run(
-    name: &str,
-    t: &volley_target::RunningTarget,
-    extra: &[(&str, &str)],
-) -> Result<RunOutput, RunError> {
-    let mut env = BTreeMap::new();
-    env.insert("BASE".to_string(), format!("http://{}", t.local_addr()));
-    for (k, v) in extra {
-        env.insert(k.to_string(), v.to_string());
-    }
-    volley_js::run(
-        &script(name),
-        env,
-        &CliOptions::default(),
-        2,
-        vec![],
-        &RunControl::new(),
-    )
-}
+use common::run_script as run;
 
 #[test]
 fn thresholds_pass_on_metrics_and_tagged_sub_metrics() {

@@ -507,6 +507,27 @@ pub(crate) fn arrival_vus(f: &Fields<'_>) -> Result<(u64, u64), String> {
     Ok((pre, max))
 }
 
+/// `vus` (1, > 0), `iterations` (1) and `maxDuration` (10m, ≥ 1s) of the iteration-based
+/// executors.
+pub(crate) fn iteration_fields(f: &Fields<'_>) -> Result<(u64, u64, Duration), String> {
+    let vus = f.count("vus")?.unwrap_or(1);
+    let iterations = f.count("iterations")?.unwrap_or(1);
+    let max_duration = f.duration("maxDuration")?.unwrap_or(MAX_DURATION);
+    if vus == 0 {
+        return Err(format!(
+            "{}: the number of VUs must be more than 0",
+            f.at("vus")
+        ));
+    }
+    if max_duration < Duration::from_secs(1) {
+        return Err(format!(
+            "{}: the maxDuration must be at least 1s",
+            f.at("maxDuration")
+        ));
+    }
+    Ok((vus, iterations, max_duration))
+}
+
 /// `timeUnit`, default 1s, must be more than 0.
 pub(crate) fn time_unit(f: &Fields<'_>) -> Result<Duration, String> {
     let u = f.duration("timeUnit")?.unwrap_or(Duration::from_secs(1));

@@ -1,7 +1,7 @@
 //! `per-vu-iterations`: each VU runs exactly `iterations` iterations (or stops at
 //! `maxDuration`).
 
-use super::{fmt_duration, Fields, MAX_DURATION};
+use super::{fmt_duration, iteration_fields, Fields};
 use std::time::Duration;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -13,30 +13,18 @@ pub struct PerVuIterations {
 
 impl PerVuIterations {
     pub(crate) fn from_json(f: &Fields<'_>) -> Result<PerVuIterations, String> {
-        let e = PerVuIterations {
-            vus: f.count("vus")?.unwrap_or(1),
-            iterations: f.count("iterations")?.unwrap_or(1),
-            max_duration: f.duration("maxDuration")?.unwrap_or(MAX_DURATION),
-        };
-        if e.vus == 0 {
-            return Err(format!(
-                "{}: the number of VUs must be more than 0",
-                f.at("vus")
-            ));
-        }
-        if e.iterations == 0 {
+        let (vus, iterations, max_duration) = iteration_fields(f)?;
+        if iterations == 0 {
             return Err(format!(
                 "{}: the number of iterations must be more than 0",
                 f.at("iterations")
             ));
         }
-        if e.max_duration < Duration::from_secs(1) {
-            return Err(format!(
-                "{}: the maxDuration must be at least 1s",
-                f.at("maxDuration")
-            ));
-        }
-        Ok(e)
+        Ok(PerVuIterations {
+            vus,
+            iterations,
+            max_duration,
+        })
     }
 
     pub(crate) fn describe(&self) -> (String, Vec<String>) {

@@ -1,7 +1,7 @@
 //! `shared-iterations`: a fixed number of iterations shared by a number of VUs; fast VUs run
 //! more of them. Ends when all are done or at `maxDuration`.
 
-use super::{fmt_duration, Fields, MAX_DURATION};
+use super::{fmt_duration, iteration_fields, Fields};
 use std::time::Duration;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -13,32 +13,19 @@ pub struct SharedIterations {
 
 impl SharedIterations {
     pub(crate) fn from_json(f: &Fields<'_>) -> Result<SharedIterations, String> {
-        let e = SharedIterations {
-            vus: f.count("vus")?.unwrap_or(1),
-            iterations: f.count("iterations")?.unwrap_or(1),
-            max_duration: f.duration("maxDuration")?.unwrap_or(MAX_DURATION),
-        };
-        if e.vus == 0 {
+        let (vus, iterations, max_duration) = iteration_fields(f)?;
+        if iterations < vus {
             return Err(format!(
-                "{}: the number of VUs must be more than 0",
-                f.at("vus")
+                "{}: the number of iterations ({iterations}) can't be less than the number of \
+                 VUs ({vus})",
+                f.at("iterations")
             ));
         }
-        if e.iterations < e.vus {
-            return Err(format!(
-                "{}: the number of iterations ({}) can't be less than the number of VUs ({})",
-                f.at("iterations"),
-                e.iterations,
-                e.vus
-            ));
-        }
-        if e.max_duration < Duration::from_secs(1) {
-            return Err(format!(
-                "{}: the maxDuration must be at least 1s",
-                f.at("maxDuration")
-            ));
-        }
-        Ok(e)
+        Ok(SharedIterations {
+            vus,
+            iterations,
+            max_duration,
+        })
     }
 
     pub(crate) fn describe(&self) -> (String, Vec<String>) {

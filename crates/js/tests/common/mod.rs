@@ -21,6 +21,27 @@ pub fn target() -> volley_target::RunningTarget {
     .expect("target starts")
 }
 
+/// Run `tests/k6/NAME` against `t` (`BASE` in `__ENV`, plus `extra`), 2 threads.
+pub fn run_script(
+    name: &str,
+    t: &volley_target::RunningTarget,
+    extra: &[(&str, &str)],
+) -> Result<volley_js::RunOutput, volley_js::RunError> {
+    let mut env = std::collections::BTreeMap::new();
+    env.insert("BASE".to_string(), format!("http://{}", t.local_addr()));
+    for (k, v) in extra {
+        env.insert(k.to_string(), v.to_string());
+    }
+    volley_js::run(
+        &script(name),
+        env,
+        &volley_js::CliOptions::default(),
+        2,
+        vec![],
+        &volley_engine::RunControl::new(),
+    )
+}
+
 /// Sum of a counter over the tag sets matching `filter`.
 pub fn counter(r: &RunResult, name: &str, filter: &[(&str, &str)]) -> f64 {
     r.metrics_named(name)
