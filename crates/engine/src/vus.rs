@@ -60,14 +60,6 @@ impl VuPlan {
         self.scenarios.iter().map(|s| s.executor.max_vus()).sum()
     }
 
-    /// VUs created before the start.
-    pub fn initial_vus(&self) -> u64 {
-        self.scenarios
-            .iter()
-            .map(|s| s.executor.initial_vus())
-            .sum()
-    }
-
     /// The longest the iterations can last, graceful stops included.
     pub fn max_duration(&self) -> Duration {
         self.scenarios
@@ -213,16 +205,6 @@ pub struct StopToken {
 }
 
 impl StopToken {
-    /// A token that only the run-wide hard stop fires (tests, bodies outside the scheduler).
-    pub fn never() -> StopToken {
-        StopToken {
-            hard_at: None,
-            own_timer: false,
-            global: Arc::new(AtomicBool::new(false)),
-            wake: Rc::new(Notify::new()),
-        }
-    }
-
     /// Cheap enough for a JS interrupt handler: an atomic load and a clock read.
     pub fn is_stopped(&self) -> bool {
         self.global.load(Ordering::Relaxed) || self.hard_at.is_some_and(|t| Instant::now() >= t)
