@@ -228,7 +228,8 @@ cmd_for() {
     case $tool in
       k6) CMD=("$K6" run --quiet --no-color --summary-trend-stats 'avg,min,med,max,p(90),p(95),p(99)'
                --summary-export summary.json "${env[@]}" "$script") ;;
-      volley) CMD=("$VOLLEY" run --quiet --threads 1 --summary-export summary.json "${env[@]}" "$script") ;;
+      volley) CMD=("$VOLLEY" run --quiet --threads 1 --summary-trend-stats 'avg,min,med,max,p(90),p(95),p(99)'
+                   --summary-export summary.json "${env[@]}" "$script") ;;
     esac
     return
   fi

@@ -343,6 +343,13 @@ pub struct RunArgs {
     /// http_req_duration:p(95)<200 (repeatable; exit code 99 when crossed)
     #[arg(long = "threshold", value_name = "METRIC:EXPR")]
     pub thresholds: Vec<String>,
+    /// Trend statistics in the summary, as k6: e.g. "avg,p(95),p(99),max" (overrides
+    /// options.summaryTrendStats)
+    #[arg(long, value_name = "STATS")]
+    pub summary_trend_stats: Option<String>,
+    /// Time unit of the summary's trend values: s, ms or us (overrides options.summaryTimeUnit)
+    #[arg(long, value_name = "UNIT")]
+    pub summary_time_unit: Option<String>,
     /// Append this run to a history: an SQLite file or directory (.volley/history.db when
     /// given without a value) or a postgres:// URL (see docs/history.md)
     #[arg(long, value_name = "DIR_OR_URL", num_args = 0..=1, default_missing_value = "")]

@@ -157,6 +157,8 @@ pub fn run(a: DemoArgs) -> i32 {
             monitor: Vec::new(),
             monitor_interval: std::time::Duration::from_secs(1),
             thresholds: Vec::new(),
+            summary_trend_stats: None,
+            summary_time_unit: None,
             history: None,
             labels: Vec::new(),
             quiet: false,

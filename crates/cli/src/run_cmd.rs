@@ -102,6 +102,11 @@ pub fn run(a: RunArgs) -> i32 {
         outputs,
         monitor,
         thresholds,
+        summary_trend_stats: a
+            .summary_trend_stats
+            .as_deref()
+            .map(|s| s.split(',').map(|x| x.trim().to_string()).collect()),
+        summary_time_unit: a.summary_time_unit.clone(),
         show_progress: !a.quiet,
         live_progress: !a.quiet && std::io::stderr().is_terminal(),
     };

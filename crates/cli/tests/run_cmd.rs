@@ -438,3 +438,41 @@ fn ctrl_c_once_stops_gracefully_and_twice_at_once() {
         "a second Ctrl-C cuts the graceful stop short ({took2}s vs {took}s)"
     );
 }
+
+#[test]
+fn summary_flags_replace_the_scripts_trend_stats_and_time_unit() {
+    let t = target();
+    let base = format!("BASE=http://{}", t.local_addr());
+    let o = run(&[
+        "run",
+        &script("checks.js"),
+        "-e",
+        &base,
+        "--summary-trend-stats",
+        "avg, p(99),count",
+        "--summary-time-unit",
+        "us",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let line = out
+        .lines()
+        .find(|l| l.contains("http_req_duration"))
+        .expect("http_req_duration in the summary");
+    assert!(
+        line.contains("avg=") && line.contains("p(99)=") && line.contains("count="),
+        "{line}"
+    );
+    assert!(!line.contains("med="), "{line}");
+    assert!(line.contains("µs"), "{line}");
+    let o = run(&[
+        "run",
+        &script("checks.js"),
+        "-e",
+        &base,
+        "--summary-trend-stats",
+        "p(101)",
+    ]);
+    assert_eq!(o.status.code(), Some(104), "{}", stderr(&o));
+    assert!(stderr(&o).contains("summaryTrendStats"), "{}", stderr(&o));
+}

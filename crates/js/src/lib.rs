@@ -186,7 +186,25 @@ pub fn run(
     command: Vec<String>,
     ctl: &RunControl,
 ) -> Result<RunOutput, RunError> {
-    let script = script::load(path, env).map_err(|e| RunError::Script(e.0))?;
+    let mut script = script::load(path, env).map_err(|e| RunError::Script(e.0))?;
+    // k6's summary flags replace the script's options (validated with them by `resolve`).
+    for (key, v) in [
+        (
+            "summaryTrendStats",
+            cli.summary_trend_stats.as_ref().map(|s| s.clone().into()),
+        ),
+        (
+            "summaryTimeUnit",
+            cli.summary_time_unit.as_ref().map(|u| u.clone().into()),
+        ),
+    ] {
+        if let Some(v) = v {
+            if !script.options.is_object() {
+                script.options = serde_json::Value::Object(Default::default());
+            }
+            script.options[key] = v;
+        }
+    }
     let mut resolved = options::resolve(&script.options, cli).map_err(RunError::Config)?;
     // `--threshold METRIC:EXPR` adds to options.thresholds[METRIC].
     if !cli.thresholds.is_empty() {

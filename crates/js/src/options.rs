@@ -31,6 +31,10 @@ pub struct CliOptions {
     /// `--threshold METRIC:EXPR`, as (metric key, expression): added to
     /// `options.thresholds[METRIC]`.
     pub thresholds: Vec<(String, String)>,
+    /// `--summary-trend-stats`: replaces `options.summaryTrendStats`.
+    pub summary_trend_stats: Option<Vec<String>>,
+    /// `--summary-time-unit`: replaces `options.summaryTimeUnit`.
+    pub summary_time_unit: Option<String>,
     /// Print k6's execution header and the scenarios' final progress lines (stderr).
     pub show_progress: bool,
     /// Redraw one line per scenario every second while running (stderr is a terminal).
