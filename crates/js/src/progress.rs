@@ -100,7 +100,10 @@ impl Live {
             "\x1b[2Krunning ({}), {:02}/{:02} VUs, {done} complete and {cut} interrupted iterations",
             clock(tick.elapsed),
             tick.vus,
-            tick.vus_max
+            tick.scenarios
+                .iter()
+                .map(|s| s.spec.executor.max_vus())
+                .sum::<u64>()
         );
         for st in tick.scenarios {
             let _ = writeln!(out, "\x1b[2K{}", line(st, width));
