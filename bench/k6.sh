@@ -33,6 +33,8 @@
 set -eu
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib/common.sh
+. "$HERE/lib/common.sh"
 ROOT=$(cd "$HERE/.." && pwd)
 PEERS=${PEERS:-$HOME/.cache/volley-peers}
 REPS=${REPS:-3}
@@ -54,8 +56,6 @@ QUIET_WAIT=${QUIET_WAIT:-0}
 QUIET_MAX=${QUIET_MAX:-10}
 export K6_NO_USAGE_REPORT=true
 
-log()  { echo "[$(date +%T)] $*" >&2; }
-die()  { echo "[$(date +%T)] ERROR: $*" >&2; exit 1; }
 usage() { sed -n '2,/^set -eu/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'; }
 
 SCENARIOS=()
@@ -166,23 +166,6 @@ NGINXCONF
 }
 
 # ------------------------------------------------------------ measurements --
-TICKS=$(getconf CLK_TCK)
-cpu_ticks()  { [ -n "$1" ] && awk '{print $14+$15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-busy_ticks() { awk '/^cpu /{print $2+$3+$4; exit}' /proc/stat; }
-all_ticks()  { awk '/^cpu /{s=0; for(i=2;i<=9;i++) s+=$i; print s; exit}' /proc/stat; }
-wait_quiet() {  # wait (at most QUIET_WAIT s) until the machine is below QUIET_MAX % busy
-  [ "$QUIET_WAIT" -gt 0 ] || return 0
-  local start b0 a0 pct
-  start=$(date +%s)
-  while :; do
-    b0=$(busy_ticks); a0=$(all_ticks); sleep 1
-    pct=$(( 100 * ($(busy_ticks) - b0) / ($(all_ticks) - a0 + 1) ))
-    [ "$pct" -le "$QUIET_MAX" ] && return 0
-    if [ $(( $(date +%s) - start )) -ge "$QUIET_WAIT" ]; then
-      log "    machine still ${pct}% busy after ${QUIET_WAIT}s, running anyway"; return 0
-    fi
-  done
-}
 leaf() {  # the deepest descendant of PID (timeout -> time -> tool)
   local p=$1 c
   while c=$(ps -o pid= --ppid "$p" 2>/dev/null | awk 'NR==1{print $1}'); [ -n "$c" ]; do p=$c; done

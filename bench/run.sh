@@ -23,6 +23,8 @@
 set -eu
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib/common.sh
+. "$HERE/lib/common.sh"
 ROOT=$(cd "$HERE/.." && pwd)
 PARSE=$HERE/lib/parse.py
 ALL_SCENARIOS="throughput latency download pipeline h2 rate"
@@ -49,9 +51,7 @@ GAP=${GAP:-1}
 LIMIT=$((DUR + 8))
 export K6_NO_USAGE_REPORT=true   # k6 must not phone home
 
-log()  { echo "[$(date +%T)] $*" >&2; }
 warn() { echo "[$(date +%T)] WARNING: $*" >&2; }
-die()  { echo "[$(date +%T)] ERROR: $*" >&2; exit 1; }
 
 usage() {
   sed -n '2,/^set -eu/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
@@ -176,26 +176,8 @@ warm() {
 }
 
 # ------------------------------------------------------------ measurements --
-TICKS=$(getconf CLK_TCK)
-cpu_ticks()  { [ -n "$1" ] && awk '{print $14+$15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-busy_ticks() { awk '/^cpu /{print $2+$3+$4; exit}' /proc/stat; }   # user+nice+system: softirq (loopback TCP) left out, as it is from the tool's own time
-all_ticks()  { awk '/^cpu /{s=0; for(i=2;i<=9;i++) s+=$i; print s; exit}' /proc/stat; }
 ticks_to_s() { awk -v a="$1" -v b="$2" -v h="$TICKS" 'BEGIN{printf "%.2f", (b-a)/h}'; }
 server_reqs() { if [ -n "$STATS_URL" ]; then python3 "$PARSE" server-reqs "$STATS_URL"; else echo nan; fi; }
-
-wait_quiet() {  # wait (at most QUIET_WAIT s) until the machine is below QUIET_MAX % busy
-  [ "$QUIET_WAIT" -gt 0 ] || return 0
-  local start b0 a0 pct
-  start=$(date +%s)
-  while :; do
-    b0=$(busy_ticks); a0=$(all_ticks); sleep 1
-    pct=$(( 100 * ($(busy_ticks) - b0) / ($(all_ticks) - a0 + 1) ))
-    [ "$pct" -le "$QUIET_MAX" ] && return 0
-    if [ $(( $(date +%s) - start )) -ge "$QUIET_WAIT" ]; then
-      log "    machine still ${pct}% busy after ${QUIET_WAIT}s, running anyway"; return 0
-    fi
-  done
-}
 
 # run_one SCENARIO TARGET TOOL REP CMD...   (@DIR@ in CMD becomes the run's folder)
 run_one() {
