@@ -20,6 +20,11 @@ mod signals;
 
 use clap::Parser;
 
+/// Rust-side allocations (requests, responses, metric keys) go through mimalloc too: per
+/// request of a k6 script its malloc/free cost a third of glibc's (bench/RESULTS.md, #4).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let cli = args::Cli::parse();
     let code = match cli.command {

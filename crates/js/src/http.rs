@@ -48,10 +48,19 @@ impl HttpConfig {
     }
 }
 
+/// An idle keep-alive connection (boxed: it moves in and out of every request's future).
+type Idle = (Rc<str>, Box<Connection>, Option<SocketAddr>);
+
+/// Idle connections a VU keeps at most (one per origin; the oldest is closed beyond this).
+const IDLE_MAX: usize = 64;
+
 /// A VU's idle connections, by origin, and the requests it repeats, prepared once.
 #[derive(Default)]
 pub(crate) struct VuHttp {
-    idle: HashMap<String, (Connection, Option<SocketAddr>)>,
+    /// By origin: the prepared requests of one origin share its `Rc<str>`, found by pointer.
+    idle: Vec<Idle>,
+    /// Every origin this VU has prepared a request for, so equal origins share one `Rc`.
+    origins: Vec<Rc<str>>,
     prepared: Vec<Prepared>,
     /// Round-robin slot to replace when `prepared` is full.
     next_slot: usize,
@@ -78,12 +87,12 @@ struct Prepared {
     header_pairs: Vec<(String, String)>,
     /// The serialised request without a body, made on first use.
     bodyless: Option<Request>,
-    origin: String,
+    origin: Rc<str>,
     shown_url: String,
     name_tag: Option<String>,
     user_tags: Vec<(String, String)>,
-    /// (group, status, expected, error code) → the series its samples go to.
-    series: Vec<(String, u16, bool, u32, HttpHandles)>,
+    /// (group id, status, expected, error code) → the series its samples go to.
+    series: Vec<(u32, u16, bool, u32, HttpHandles)>,
 }
 
 impl Prepared {
@@ -113,7 +122,7 @@ impl Prepared {
             target,
             header_pairs: pairs(headers),
             bodyless: None,
-            origin,
+            origin: origin.into(),
             shown_url,
             name_tag,
             user_tags,
@@ -125,7 +134,7 @@ impl Prepared {
     fn handles(
         &mut self,
         st: &VuState,
-        group: &str,
+        group: u32,
         status: u16,
         expected: bool,
         err: u32,
@@ -171,14 +180,30 @@ impl Prepared {
             if self.series.len() >= SERIES_MAX {
                 self.series.remove(0);
             }
-            self.series
-                .push((group.to_string(), status, expected, err, h));
+            self.series.push((group, status, expected, err, h));
         }
         h
     }
 }
 
 impl VuHttp {
+    /// The idle connection to `origin`, if there is one.
+    fn take_idle(&mut self, origin: &Rc<str>) -> Option<(Box<Connection>, Option<SocketAddr>)> {
+        let i = self
+            .idle
+            .iter()
+            .position(|(o, ..)| Rc::ptr_eq(o, origin) || **o == **origin)?;
+        let (_, c, a) = self.idle.swap_remove(i);
+        Some((c, a))
+    }
+
+    fn put_idle(&mut self, origin: Rc<str>, c: Box<Connection>, a: Option<SocketAddr>) {
+        if self.idle.len() >= IDLE_MAX {
+            self.idle.remove(0);
+        }
+        self.idle.push((origin, c, a));
+    }
+
     /// The index of the prepared form of this request (made now if it is new).
     fn prepare(&mut self, method: &str, url: &str, headers: &[String], tags: &[String]) -> usize {
         if let Some(i) = self.prepared.iter().position(|p| {
@@ -187,6 +212,12 @@ impl VuHttp {
             return i;
         }
         let mut p = Prepared::new(method, url, headers, tags);
+        // Equal origins share one Rc (idle connections are found by pointer).
+        match self.origins.iter().find(|o| ***o == *p.origin) {
+            Some(o) => p.origin = o.clone(),
+            None if self.origins.len() < 4 * PREPARED_MAX => self.origins.push(p.origin.clone()),
+            None => {}
+        }
         self.made += 1;
         p.id = self.made;
         if self.prepared.len() < PREPARED_MAX {
@@ -343,7 +374,7 @@ fn resolve_location(base: &Target, loc: &str) -> String {
 struct Exchange {
     result: Result<Response, HttpError>,
     connect: Option<ConnectTimings>,
-    conn: Option<Connection>,
+    conn: Option<Box<Connection>>,
     addr: Option<SocketAddr>,
 }
 
@@ -351,7 +382,7 @@ struct Exchange {
 async fn exchange(
     target: Rc<Target>,
     req: Request,
-    conn: Option<Connection>,
+    conn: Option<Box<Connection>>,
     cached_addr: Option<SocketAddr>,
     tls: Option<Arc<rustls::ClientConfig>>,
     timeout: Duration,
@@ -379,7 +410,7 @@ async fn exchange(
                 Ok((mut c, t)) => {
                     c.keep_headers(true);
                     connect = Some(t);
-                    (c, Some(addr))
+                    (Box::new(c), Some(addr))
                 }
                 Err(e) => {
                     return Exchange {
@@ -430,12 +461,133 @@ struct Keys<'js> {
     tags: Atom<'js>,
 }
 
+/// What every Response gets, ready to store without a lookup or an allocation: the raw
+/// atoms of its own properties (defined, not set: a set walks the prototype chain looking
+/// for setters first), the strings that rarely change, and each prepared request's URL as
+/// a JS string. Half of `finish_hop`'s cost was `Object::set` (bench/RESULTS.md, #4).
+struct Fast<'js> {
+    /// url, proto, status, body, error, error_code: the order every Response gets them in
+    /// (one QuickJS shape for all).
+    atoms: [rquickjs::qjs::JSAtom; 6],
+    http11: Value<'js>,
+    empty: Value<'js>,
+    /// (prepared id, URL as shown) per prepared slot.
+    urls: RefCell<Vec<Option<(u64, Value<'js>)>>>,
+    /// One object per prefix of the six properties, with the Responses' prototype: QuickJS
+    /// frees a shape with the last object that has it, so without these every Response
+    /// would build its six shapes anew (a third of a request's JS cost, bench/RESULTS.md).
+    shapes: RefCell<Option<(Option<Object<'js>>, Vec<Object<'js>>)>>,
+    /// The shim's `Response.prototype` and its `get` (for calls the native `get` leaves to
+    /// it), from `__volley.httpInit`.
+    proto: RefCell<Option<Object<'js>>>,
+    get_slow: RefCell<Option<Function<'js>>>,
+}
+
+impl<'js> Fast<'js> {
+    /// Keep the shapes of Responses with prototype `proto` alive.
+    fn keep_shapes(&self, ctx: &Ctx<'js>, proto: Option<&Object<'js>>) -> rquickjs::Result<()> {
+        let mut shapes = self.shapes.borrow_mut();
+        if matches!(&*shapes, Some((p, _)) if p.as_ref() == proto) {
+            return Ok(());
+        }
+        let mut held = Vec::with_capacity(self.atoms.len());
+        for n in 1..=self.atoms.len() {
+            let o = Object::new_proto(ctx.clone(), proto)?;
+            for &a in &self.atoms[..n] {
+                define_raw(ctx, &o, a, int(0))?;
+            }
+            held.push(o);
+        }
+        *shapes = Some((proto.cloned(), held));
+        Ok(())
+    }
+}
+
 // SAFETY: `Keys` holds only `'js` values; `Changed` just renames the lifetime.
 unsafe impl<'js> rquickjs::JsLifetime<'js> for Keys<'js> {
     type Changed<'to> = Keys<'to>;
 }
 
+// SAFETY: as for `Keys`.
+unsafe impl<'js> rquickjs::JsLifetime<'js> for Fast<'js> {
+    type Changed<'to> = Fast<'to>;
+}
+
+/// The raw id of an atom. Atoms are interned: asking for the same name again returns the
+/// same id; the reference taken here is given back at once, `a` keeps the atom alive.
+fn raw_atom<'js>(ctx: &Ctx<'js>, a: &Atom<'js>) -> rquickjs::Result<rquickjs::qjs::JSAtom> {
+    let name = a.to_string()?;
+    let c = ctx.as_raw().as_ptr();
+    // SAFETY: `c` is this live context; the name is a valid UTF-8 buffer of that length.
+    unsafe {
+        let id = rquickjs::qjs::JS_NewAtomLen(c, name.as_ptr().cast(), name.len() as _);
+        rquickjs::qjs::JS_FreeAtom(c, id);
+        Ok(id)
+    }
+}
+
+/// Define `obj[atom] = v` as an own, writable, enumerable, configurable property.
+fn define<'js>(
+    ctx: &Ctx<'js>,
+    obj: &Object<'js>,
+    atom: rquickjs::qjs::JSAtom,
+    v: &Value<'js>,
+) -> rquickjs::Result<()> {
+    // SAFETY: `v` belongs to this context; the property gets its own reference.
+    let raw = unsafe { rquickjs::qjs::JS_DupValue(ctx.as_raw().as_ptr(), v.as_raw()) };
+    define_raw(ctx, obj, atom, raw)
+}
+
+/// A small integer as a JS value (no reference to count).
+fn int(n: i32) -> rquickjs::qjs::JSValue {
+    rquickjs::qjs::JS_MKVAL(rquickjs::qjs::JS_TAG_INT, n)
+}
+
+/// [`define`] with a raw value whose reference the property takes over.
+fn define_raw<'js>(
+    ctx: &Ctx<'js>,
+    obj: &Object<'js>,
+    atom: rquickjs::qjs::JSAtom,
+    raw: rquickjs::qjs::JSValue,
+) -> rquickjs::Result<()> {
+    // SAFETY: `obj` and `raw` belong to this context; `atom` is kept alive by `Keys`.
+    let r = unsafe {
+        rquickjs::qjs::JS_DefinePropertyValue(
+            ctx.as_raw().as_ptr(),
+            obj.as_raw(),
+            atom,
+            raw,
+            rquickjs::qjs::JS_PROP_C_W_E as _,
+        )
+    };
+    // An exception (out of memory) stays pending in the context, as rquickjs expects.
+    if r < 0 {
+        return Err(rquickjs::Error::Exception);
+    }
+    Ok(())
+}
+
 impl<'js> Keys<'js> {
+    fn fast(ctx: &Ctx<'js>, k: &Keys<'js>) -> rquickjs::Result<Fast<'js>> {
+        let atoms = [
+            raw_atom(ctx, &k.url)?,
+            raw_atom(ctx, &k.proto)?,
+            raw_atom(ctx, &k.status)?,
+            raw_atom(ctx, &k.body)?,
+            raw_atom(ctx, &k.error)?,
+            raw_atom(ctx, &k.error_code)?,
+        ];
+        Ok(Fast {
+            atoms,
+            http11: rquickjs::String::from_str(ctx.clone(), "HTTP/1.1")?.into_value(),
+            empty: rquickjs::String::from_str(ctx.clone(), "")?.into_value(),
+            urls: RefCell::new(vec![None; PREPARED_MAX]),
+            shapes: RefCell::new(None),
+            proto: RefCell::new(None),
+            get_slow: RefCell::new(None),
+        })
+    }
+
     fn new(ctx: &Ctx<'js>) -> rquickjs::Result<Keys<'js>> {
         let a = |n: &str| Atom::from_str(ctx.clone(), n);
         Ok(Keys {
@@ -482,7 +634,7 @@ struct Hop {
     /// The prepared request's slot and id (see [`Prepared::id`]).
     slot: (usize, u64),
     target: Rc<Target>,
-    origin: String,
+    origin: Rc<str>,
     cached: Option<SocketAddr>,
     had_conn: bool,
 }
@@ -593,8 +745,7 @@ fn start_hop<'js>(
         .prepare(method, url, &spec.headers, &spec.tags);
     let (target, req, origin, conn) = {
         let mut http = st.http.borrow_mut();
-        let VuHttp { prepared, idle, .. } = &mut *http;
-        let p = &mut prepared[i];
+        let p = &mut http.prepared[i];
         let target = match &p.target {
             Ok(t) => t.clone(),
             Err(e) => {
@@ -648,8 +799,9 @@ fn start_hop<'js>(
                 r
             }
         };
-        let conn = idle.remove(&p.origin);
-        (target, req, p.origin.clone(), conn)
+        let origin = p.origin.clone();
+        let conn = http.take_idle(&origin);
+        (target, req, origin, conn)
     };
     let tls = match target.scheme {
         Scheme::Https => match st.shared.http.tls() {
@@ -696,7 +848,6 @@ fn start_hop<'js>(
 fn finish_hop<'js>(
     ctx: &Ctx<'js>,
     st: &VuState,
-    k: &Keys<'js>,
     spec: &mut Spec,
     hop: Hop,
     ex: Exchange,
@@ -710,7 +861,7 @@ fn finish_hop<'js>(
         });
     }
     if let Some(c) = ex.conn.filter(|_| !settings.no_connection_reuse) {
-        st.http.borrow_mut().idle.insert(hop.origin, (c, ex.addr));
+        st.http.borrow_mut().put_idle(hop.origin, c, ex.addr);
     }
     if let Ok(r) = &ex.result {
         spec.extras.store(&target, &r.headers);
@@ -744,8 +895,8 @@ fn finish_hop<'js>(
     };
     {
         let h = {
-            let group = st.group.borrow();
-            st.http.borrow_mut().prepared[i].handles(st, &group, status, expected, code)
+            let group = st.group_id.get();
+            st.http.borrow_mut().prepared[i].handles(st, group, status, expected, code)
         };
         let mut rec = st.rec.borrow_mut();
         let us = |d: Duration| d.as_micros() as u64;
@@ -782,7 +933,10 @@ fn finish_hop<'js>(
         }
     }
 
-    let shown_url = st.http.borrow().prepared[i].shown_url.clone();
+    let (shown_url, prepared_id) = {
+        let http = st.http.borrow();
+        (http.prepared[i].shown_url.clone(), http.prepared[i].id)
+    };
     let ms_all = [
         ms(timings.duration()),
         0.0,
@@ -811,27 +965,48 @@ fn finish_hop<'js>(
         Some(p) => Class::instance_proto(raw, p.clone())?.into_inner(),
         None => Class::instance(ctx.clone(), raw)?.into_inner(),
     };
-    out.set(k.url.clone(), shown_url.as_str())?;
-    out.set(k.proto.clone(), "HTTP/1.1")?;
-    out.set(k.status.clone(), status)?;
+    let Some(f) = ctx.userdata::<Fast>() else {
+        return Err(rquickjs::Exception::throw_internal(ctx, "no Response keys"));
+    };
+    let url = {
+        let mut urls = f.urls.borrow_mut();
+        match urls.get(i) {
+            Some(Some((pid, v))) if *pid == prepared_id => v.clone(),
+            _ => {
+                let v = rquickjs::String::from_str(ctx.clone(), &shown_url)?.into_value();
+                if let Some(slot) = urls.get_mut(i) {
+                    *slot = Some((prepared_id, v.clone()));
+                }
+                v
+            }
+        }
+    };
+    f.keep_shapes(ctx, proto)?;
+    let [a_url, a_proto, a_status, a_body, a_error, a_code] = f.atoms;
+    define(ctx, &out, a_url, &url)?;
+    define(ctx, &out, a_proto, &f.http11)?;
+    define_raw(ctx, &out, a_status, int(status as i32))?;
     match error {
         None => {
-            match body {
+            let body = match body {
                 Some(b) if spec.mode == BodyMode::Keep && spec.extras.binary => {
-                    out.set(k.body.clone(), rquickjs::ArrayBuffer::new(ctx.clone(), b)?)?
+                    rquickjs::ArrayBuffer::new(ctx.clone(), b)?.into_value()
                 }
                 Some(b) if spec.mode == BodyMode::Keep => {
-                    out.set(k.body.clone(), String::from_utf8_lossy(&b).as_ref())?
+                    rquickjs::String::from_str(ctx.clone(), &String::from_utf8_lossy(&b))?
+                        .into_value()
                 }
-                _ => out.set(k.body.clone(), Value::new_null(ctx.clone()))?,
-            }
-            out.set(k.error.clone(), "")?;
-            out.set(k.error_code.clone(), 0)?;
+                _ => Value::new_null(ctx.clone()),
+            };
+            define(ctx, &out, a_body, &body)?;
+            define(ctx, &out, a_error, &f.empty)?;
+            define_raw(ctx, &out, a_code, int(0))?;
         }
         Some(e) => {
-            out.set(k.body.clone(), Value::new_null(ctx.clone()))?;
-            out.set(k.error.clone(), e.to_string())?;
-            out.set(k.error_code.clone(), error_code(e.class))?;
+            define(ctx, &out, a_body, &Value::new_null(ctx.clone()))?;
+            let msg = rquickjs::String::from_str(ctx.clone(), &e.to_string())?.into_value();
+            define(ctx, &out, a_error, &msg)?;
+            define_raw(ctx, &out, a_code, int(error_code(e.class) as i32))?;
         }
     }
     Ok(Some(out))
@@ -972,6 +1147,38 @@ fn init_refused(ctx: &Ctx<'_>) -> rquickjs::Error {
     )
 }
 
+/// One request (and its redirects) as the script asked for it: the Response object.
+#[allow(clippy::too_many_arguments)]
+fn request<'js>(
+    ctx: &Ctx<'js>,
+    st: &VuState,
+    method: String,
+    url: String,
+    body: Option<Value<'js>>,
+    headers: Vec<String>,
+    params: Option<Object<'js>>,
+    proto: Option<&Object<'js>>,
+) -> rquickjs::Result<Object<'js>> {
+    if st.in_init.get() {
+        return Err(init_refused(ctx));
+    }
+    let Some(k) = ctx.userdata::<Keys>() else {
+        return Err(rquickjs::Exception::throw_internal(ctx, "no Response keys"));
+    };
+    let mut spec = parse_spec(ctx, st, &k, method, url, body, headers, params)?;
+    loop {
+        match start_hop(ctx, st, &k, &spec, proto)? {
+            Started::Done(out) => return Ok(out),
+            Started::Go(hop, fut) => {
+                let ex = st.wait(fut).ok_or_else(|| interrupted(ctx))?;
+                if let Some(out) = finish_hop(ctx, st, &mut spec, hop, ex, proto)? {
+                    return Ok(out);
+                }
+            }
+        }
+    }
+}
+
 /// Define `__volley.request(method, url, body, headers[], params, proto)` and
 /// `__volley.batch([[method, url, body, headers[], params], ...], proto)`: Responses are
 /// created with `proto` (the shim's `Response.prototype`) as their prototype.
@@ -983,9 +1190,12 @@ pub(crate) fn install<'js>(
     // Kept in the runtime's userdata, not in the closure: an atom holds its context, and a
     // context held by one of its own functions would never be freed.
     if ctx.userdata::<Keys>().is_none() {
-        let _ = ctx.store_userdata(Keys::new(ctx)?);
+        let k = Keys::new(ctx)?;
+        let f = Keys::fast(ctx, &k)?;
+        let _ = ctx.store_userdata(k);
+        let _ = ctx.store_userdata(f);
     }
-    let request = {
+    let request_fn = {
         let st = st.clone();
         #[allow(clippy::too_many_arguments)]
         move |ctx: Ctx<'js>,
@@ -996,33 +1206,76 @@ pub(crate) fn install<'js>(
               params: Opt<Value<'js>>,
               proto: Opt<Value<'js>>|
               -> rquickjs::Result<Object<'js>> {
-            if st.in_init.get() {
-                return Err(init_refused(&ctx));
-            }
-            let Some(k) = ctx.userdata::<Keys>() else {
-                return Err(rquickjs::Exception::throw_internal(
-                    &ctx,
-                    "no Response keys",
-                ));
-            };
             let params = params.0.and_then(|p| p.into_object());
-            let mut spec = parse_spec(&ctx, &st, &k, method, url, body, headers, params)?;
             let proto = proto.0.and_then(|p| p.into_object());
-            loop {
-                match start_hop(&ctx, &st, &k, &spec, proto.as_ref())? {
-                    Started::Done(out) => return Ok(out),
-                    Started::Go(hop, fut) => {
-                        let ex = st.wait(fut).ok_or_else(|| interrupted(&ctx))?;
-                        let done = finish_hop(&ctx, &st, &k, &mut spec, hop, ex, proto.as_ref())?;
-                        if let Some(out) = done {
-                            return Ok(out);
-                        }
-                    }
+            request(
+                &ctx,
+                &st,
+                method,
+                url,
+                body,
+                headers,
+                params,
+                proto.as_ref(),
+            )
+        }
+    };
+    v.set("request", Function::new(ctx.clone(), request_fn)?)?;
+
+    // `http.get(url)` without params: straight here, not through the shim (the most common
+    // call of all). Anything else goes to the shim's `get`, registered by `httpInit`.
+    let get = {
+        let st = st.clone();
+        move |ctx: Ctx<'js>,
+              url: Value<'js>,
+              params: Opt<Value<'js>>|
+              -> rquickjs::Result<Value<'js>> {
+            let plain = params
+                .0
+                .as_ref()
+                .is_none_or(|p| p.is_undefined() || p.is_null());
+            let (proto, slow) = match ctx.userdata::<Fast>() {
+                Some(f) => (f.proto.borrow().clone(), f.get_slow.borrow().clone()),
+                None => (None, None),
+            };
+            if let (true, Some(s), Some(proto)) = (plain, url.as_string(), &proto) {
+                let url = s.to_string()?;
+                if !url.contains('@') {
+                    let r = request(
+                        &ctx,
+                        &st,
+                        "GET".into(),
+                        url,
+                        None,
+                        Vec::new(),
+                        None,
+                        Some(proto),
+                    );
+                    return r.map(Object::into_value);
                 }
+            }
+            match slow {
+                Some(f) => f.call((url, params.0)),
+                None => Err(rquickjs::Exception::throw_internal(
+                    &ctx,
+                    "k6/http is not initialised",
+                )),
             }
         }
     };
-    v.set("request", Function::new(ctx.clone(), request)?)?;
+    v.set("get", Function::new(ctx.clone(), get)?.with_name("get")?)?;
+    v.set(
+        "httpInit",
+        Function::new(
+            ctx.clone(),
+            |ctx: Ctx<'js>, proto: Object<'js>, slow: Function<'js>| {
+                if let Some(f) = ctx.userdata::<Fast>() {
+                    *f.proto.borrow_mut() = Some(proto);
+                    *f.get_slow.borrow_mut() = Some(slow);
+                }
+            },
+        )?,
+    )?;
 
     let batch = {
         let st = st.clone();
@@ -1090,7 +1343,7 @@ pub(crate) fn install<'js>(
                 }
                 let results = st.wait(join_all(futs)).ok_or_else(|| interrupted(&ctx))?;
                 for ((n, hop), ex) in hops.into_iter().zip(results) {
-                    outs[n] = finish_hop(&ctx, &st, &k, &mut specs[n], hop, ex, proto.as_ref())?;
+                    outs[n] = finish_hop(&ctx, &st, &mut specs[n], hop, ex, proto.as_ref())?;
                 }
             }
             Ok(outs.into_iter().flatten().collect())

@@ -32,6 +32,7 @@
 //! - [`outputs`]: the other `--out`s: CSV (per sample), InfluxDB and Prometheus remote write
 //!   (per-second aggregates), JUnit (at the end).
 
+mod check;
 pub mod handle_summary;
 pub mod http;
 pub(crate) mod modules;

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use volley_engine::vus::{Outcome, Phase, StopToken, VuBody, VuFactory, WorkerEnv};
-use volley_metrics::{Handle, MetricKey, MetricKind, Recorder, TagSet, Unit};
+use volley_metrics::{MetricKey, MetricKind, Recorder, TagSet, Unit};
 
 /// Coroutine stack per VU (virtual memory; only touched pages cost RSS).
 pub(crate) const CO_STACK: usize = 1024 * 1024;
@@ -140,12 +140,13 @@ pub(crate) struct VuState {
     pub(crate) interrupted: Cell<bool>,
     /// Current group path ("" at the root, "::a::b" inside nested groups) and start times.
     pub(crate) group: RefCell<String>,
+    /// The group path as a number (an index into `groups`): series caches compare this.
+    pub(crate) group_id: Cell<u32>,
+    groups: RefCell<Vec<String>>,
     group_starts: RefCell<Vec<Instant>>,
     /// Custom metrics declared by this VU: (name, kind, unit).
     metrics: RefCell<Vec<(String, MetricKind, Unit)>>,
     pub(crate) http: RefCell<crate::http::VuHttp>,
-    /// `check()` series without extra tags, resolved once: (check name, group, handle).
-    checks: RefCell<Vec<(String, String, Handle)>>,
     /// VU tags, cookie jars, response callback, abort (`crate::modules`).
     pub(crate) ext: crate::modules::VuExt,
 }
@@ -175,10 +176,11 @@ impl VuState {
             cancellable: Cell::new(false),
             interrupted: Cell::new(false),
             group: RefCell::new(String::new()),
+            group_id: Cell::new(0),
+            groups: RefCell::new(vec![String::new()]),
             group_starts: RefCell::new(Vec::new()),
             metrics: RefCell::new(Vec::new()),
             http: RefCell::new(crate::http::VuHttp::default()),
-            checks: RefCell::new(Vec::new()),
             ext: Default::default(),
         }
     }
@@ -201,6 +203,20 @@ impl VuState {
                 None
             }
         }
+    }
+
+    /// `group` changed: look its id up (or give it the next one).
+    fn group_changed(&self) {
+        let g = self.group.borrow();
+        let mut groups = self.groups.borrow_mut();
+        let id = match groups.iter().position(|n| *n == *g) {
+            Some(i) => i,
+            None => {
+                groups.push(g.clone());
+                groups.len() - 1
+            }
+        };
+        self.group_id.set(id as u32);
     }
 
     /// This VU's scenario's spec, if it has one.
@@ -234,7 +250,7 @@ fn throw(ctx: &Ctx<'_>, msg: &str) -> rquickjs::Error {
 }
 
 /// Copy a JS object's own enumerable string-keyed properties into `tags`.
-fn add_tags<'js>(tags: &mut TagSet, obj: Option<Value<'js>>) -> rquickjs::Result<()> {
+pub(crate) fn add_tags<'js>(tags: &mut TagSet, obj: Option<Value<'js>>) -> rquickjs::Result<()> {
     let Some(o) = obj.and_then(|v| v.into_object()) else {
         return Ok(());
     };
@@ -288,58 +304,7 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
             })?,
         )?;
     }
-    {
-        let st = st.clone();
-        v.set(
-            "check",
-            Function::new(
-                ctx.clone(),
-                move |ctx: Ctx<'js>, name: String, pass: bool, tags: Opt<Value<'js>>| {
-                    if st.in_init.get() {
-                        return Err(throw(&ctx, "check() is not allowed in the init context"));
-                    }
-                    // Without extra tags (and VU tags, which may change) the series is
-                    // resolved once per check name and group.
-                    let plain = tags
-                        .0
-                        .as_ref()
-                        .is_none_or(|t| t.is_null() || t.is_undefined())
-                        && st.ext.tags.borrow().is_empty();
-                    if plain {
-                        let group = st.group.borrow();
-                        let hit = st
-                            .checks
-                            .borrow()
-                            .iter()
-                            .find(|c| c.0 == name && c.1 == *group)
-                            .map(|c| c.2);
-                        if let Some(h) = hit {
-                            st.rec.borrow_mut().rate(h, pass);
-                            return Ok(());
-                        }
-                    }
-                    let mut t = st.base_tags();
-                    t.insert("check".into(), name.clone());
-                    add_tags(&mut t, tags.0)?;
-                    let mut rec = st.rec.borrow_mut();
-                    let h = rec.handle(
-                        MetricKey {
-                            name: "checks".into(),
-                            tags: t,
-                        },
-                        MetricKind::Rate,
-                        Unit::Default,
-                    );
-                    rec.rate(h, pass);
-                    let mut cache = st.checks.borrow_mut();
-                    if plain && cache.len() < 64 {
-                        cache.push((name, st.group.borrow().clone(), h));
-                    }
-                    Ok(())
-                },
-            )?,
-        )?;
-    }
+    crate::check::install(ctx, &v, st)?;
     {
         let st = st.clone();
         v.set(
@@ -351,9 +316,12 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
                 if name.contains("::") {
                     return Err(throw(&ctx, "group names may not contain '::'"));
                 }
-                let mut g = st.group.borrow_mut();
-                g.push_str("::");
-                g.push_str(&name);
+                {
+                    let mut g = st.group.borrow_mut();
+                    g.push_str("::");
+                    g.push_str(&name);
+                }
+                st.group_changed();
                 st.group_starts.borrow_mut().push(Instant::now());
                 Ok(())
             })?,
@@ -381,9 +349,12 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
                     );
                     rec.trend_us(h, took.as_micros() as u64);
                 }
-                let mut g = st.group.borrow_mut();
-                let cut = g.rfind("::").unwrap_or(0);
-                g.truncate(cut);
+                {
+                    let mut g = st.group.borrow_mut();
+                    let cut = g.rfind("::").unwrap_or(0);
+                    g.truncate(cut);
+                }
+                st.group_changed();
             })?,
         )?;
     }
@@ -753,7 +724,10 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
             _ => continue,
         };
         st.interrupted.set(false);
-        *st.group.borrow_mut() = String::new();
+        if st.group_id.get() != 0 {
+            *st.group.borrow_mut() = String::new();
+            st.group_id.set(0);
+        }
         st.group_starts.borrow_mut().clear();
         outcome = match cmd {
             Cmd::Exit => break,

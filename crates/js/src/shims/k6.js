@@ -1,21 +1,8 @@
 // The `k6` module: check, group, sleep, fail. Recording is native (`__volley`).
 const V = globalThis.__volley;
 
-export function check(val, sets, tags) {
-  let all = true;
-  if (sets === null || typeof sets !== "object") return true;
-  const t = tags === undefined ? null : tags;
-  const names = Object.keys(sets);
-  // An indexed loop: for-of's iterator protocol costs more than the rest of a check.
-  for (let i = 0; i < names.length; i++) {
-    const name = names[i];
-    const c = sets[name];
-    const pass = !!(typeof c === "function" ? c(val) : c);
-    V.check(name, pass, t);
-    if (!pass) all = false;
-  }
-  return all;
-}
+// Native (src/check.rs): the conditions are read and recorded without a JS loop.
+export const check = V.check;
 
 export function group(name, fn) {
   if (typeof fn !== "function") throw new TypeError("group() needs a function as its second argument");

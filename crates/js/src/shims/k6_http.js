@@ -141,12 +141,13 @@ export function batch(requests) {
   return obj;
 }
 
-export function get(url, params) {
-  // The most common call of all: straight to the native side when there is nothing to shape.
-  if (typeof url === "string" && (params === undefined || params === null) && url.indexOf("@") < 0)
-    return V.request("GET", url, null, EMPTY, null, Response.prototype);
+// `get` is native (src/http.rs) for a URL string without params; everything else comes
+// back here.
+function getSlow(url, params) {
   return request("GET", url, null, params);
 }
+V.httpInit(Response.prototype, getSlow);
+export const get = V.get;
 export function head(url, params) {
   return request("HEAD", url, null, params);
 }
