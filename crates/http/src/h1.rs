@@ -317,7 +317,7 @@ pub struct Response {
     pub bytes_sent: u64,
     pub bytes_received: u64,
     /// Filled only when [`Connection::keep_headers`] is on.
-    pub headers: Vec<(String, Vec<u8>)>,
+    pub headers: crate::Headers,
     /// `Some` only for [`BodyMode::Keep`].
     pub body: Option<Vec<u8>>,
     /// Decoded body length.
@@ -327,10 +327,7 @@ pub struct Response {
 impl Response {
     /// First header named `name` (case-insensitive), if headers were kept.
     pub fn header(&self, name: &str) -> Option<&[u8]> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_slice())
+        self.headers.get(name)
     }
 }
 
@@ -953,7 +950,7 @@ struct Head {
 fn parse_head(
     buf: &[u8],
     is_head: bool,
-    keep: Option<&mut Vec<(String, Vec<u8>)>>,
+    keep: Option<&mut crate::Headers>,
 ) -> Result<Option<Head>, HttpError> {
     let mut config = httparse::ParserConfig::default();
     config
@@ -992,12 +989,16 @@ fn interpret(
     resp: &httparse::Response<'_, '_>,
     len: usize,
     is_head: bool,
-    mut keep: Option<&mut Vec<(String, Vec<u8>)>>,
+    mut keep: Option<&mut crate::Headers>,
 ) -> Result<Head, HttpError> {
     let status = resp.code.unwrap_or(0);
     let minor = resp.version.unwrap_or(1);
     let mut content_length: Option<u64> = None;
     let (mut te, mut chunked, mut close, mut keep_alive_token) = (false, false, false, false);
+    if let Some(keep) = keep.as_deref_mut() {
+        // Sized once: the head's bytes hold every name and value.
+        *keep = crate::Headers::with_capacity(resp.headers.len(), len);
+    }
     for h in resp.headers.iter() {
         let name = h.name;
         if name.eq_ignore_ascii_case("content-length") {
@@ -1024,7 +1025,7 @@ fn interpret(
             keep_alive_token |= has_token(h.value, b"keep-alive");
         }
         if let Some(keep) = keep.as_deref_mut() {
-            keep.push((name.to_owned(), h.value.to_vec()));
+            keep.push(name, h.value);
         }
     }
     let framing = if is_head || status < 200 || status == 204 || status == 304 {

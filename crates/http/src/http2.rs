@@ -561,11 +561,15 @@ impl H2Connection {
         };
         progress.received = FRAME_HEADER + 10 + header_list_size(&parts.headers);
         if self.keep_headers {
-            resp.headers = parts
+            let bytes = parts
                 .headers
                 .iter()
-                .map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec()))
-                .collect();
+                .map(|(n, v)| n.as_str().len() + v.len())
+                .sum();
+            resp.headers = crate::Headers::with_capacity(parts.headers.len(), bytes);
+            for (n, v) in parts.headers.iter() {
+                resp.headers.push(n.as_str(), v.as_bytes());
+            }
         }
         let mut sink = match mode {
             BodyMode::Discard => None,

@@ -22,6 +22,7 @@
 
 pub mod error;
 pub mod h1;
+pub mod headers;
 pub mod http2;
 pub mod tls;
 mod transport;
@@ -31,6 +32,7 @@ pub use error::{ErrorClass, HttpError};
 pub use h1::{
     Body, BodyMode, ConnectTimings, Connection, PipelineBatch, Request, Response, Timings,
 };
+pub use headers::Headers;
 pub use http2::{H2Connection, H2Driver, H2Request, WireMeter};
 pub use tls::{tls_config, TlsOptions};
 pub use url::{Scheme, Target, UrlError};

@@ -394,7 +394,7 @@ async fn exchange(
         None => {
             let addr = match cached_addr {
                 Some(a) => a,
-                None => match target.resolve().await {
+                None => match Box::pin(target.resolve()).await {
                     Ok(a) => a[0],
                     Err(e) => {
                         return Exchange {
@@ -406,7 +406,9 @@ async fn exchange(
                     }
                 },
             };
-            match Connection::connect(addr, &target, tls.as_ref(), timeout).await {
+            // Boxed: the connect future (TLS handshake included) is big, and the exchange
+            // future is moved onto the heap on every request, also when it reuses a connection.
+            match Box::pin(Connection::connect(addr, &target, tls.as_ref(), timeout)).await {
                 Ok((mut c, t)) => {
                     c.keep_headers(true);
                     connect = Some(t);
@@ -948,7 +950,7 @@ fn finish_hop<'js>(
     ];
     let (headers, body, error) = match ex.result {
         Ok(r) => (r.headers, r.body, None),
-        Err(e) => (Vec::new(), None, Some(e)),
+        Err(e) => (volley_http::Headers::default(), None, Some(e)),
     };
     // headers, timings, request, cookies, remote_ip/port are built when first read (see
     // RawResponse); the rest are plain properties.
@@ -1020,7 +1022,7 @@ fn finish_hop<'js>(
 pub(crate) struct RawResponse {
     /// duration, blocked, connecting, tls_handshaking, sending, waiting, receiving (ms).
     timings: [f64; 7],
-    headers: Vec<(String, Vec<u8>)>,
+    headers: volley_http::Headers,
     method: String,
     url: String,
     sent_body: Option<bytes::Bytes>,
@@ -1061,7 +1063,7 @@ fn response_field<'js>(ctx: &Ctx<'js>, res: &Value<'js>, i: u32) -> rquickjs::Re
     Ok(match i {
         0 => {
             let hdrs = Object::new(ctx.clone())?;
-            for (name, value) in &r.headers {
+            for (name, value) in r.headers.iter() {
                 let key = canonical(name);
                 let v = String::from_utf8_lossy(value);
                 let joined = match hdrs.get::<_, Option<String>>(key.as_str())? {

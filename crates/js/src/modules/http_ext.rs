@@ -116,10 +116,10 @@ impl Extras {
     }
 
     /// Store a response's `Set-Cookie`s in the request's jar.
-    pub(crate) fn store(&self, t: &Target, headers: &[(String, Vec<u8>)]) {
+    pub(crate) fn store(&self, t: &Target, headers: &volley_http::Headers) {
         let Some(jar) = &self.jar else { return };
         let mut jar = jar.borrow_mut();
-        for (name, value) in headers {
+        for (name, value) in headers.iter() {
             if name.eq_ignore_ascii_case("set-cookie") {
                 if let Some(c) = parse_set_cookie(&String::from_utf8_lossy(value), t) {
                     jar.put(c);
@@ -209,10 +209,10 @@ pub(crate) fn compress<'js>(
 pub(crate) fn response_cookies<'js>(
     ctx: &Ctx<'js>,
     t: &Target,
-    headers: &[(String, Vec<u8>)],
+    headers: &volley_http::Headers,
 ) -> rquickjs::Result<Object<'js>> {
     let out = Object::new(ctx.clone())?;
-    for (name, value) in headers {
+    for (name, value) in headers.iter() {
         if !name.eq_ignore_ascii_case("set-cookie") {
             continue;
         }
