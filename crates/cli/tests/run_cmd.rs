@@ -24,6 +24,29 @@ fn syntax_error_exits_107_with_file_line_column() {
 }
 
 #[test]
+fn async_errors_are_logged_as_k6_logs_them() {
+    let o = run(&["run", "-q", &script("async_errors.js")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    // A rejected default promise and an unhandled rejection: k6's "Uncaught (in promise)",
+    // at the position of the throw.
+    assert!(
+        err.contains("async_errors.js:22:13: Uncaught (in promise) Error: async boom"),
+        "{err}"
+    );
+    assert!(
+        err.contains("async_errors.js:26:22: Uncaught (in promise) Error: nobody catches this"),
+        "{err}"
+    );
+    // A throwing timer callback is a plain exception.
+    assert!(
+        err.contains("async_errors.js:31:15: Error: thrown in a timer"),
+        "{err}"
+    );
+    assert!(!err.contains("handled later"), "{err}");
+}
+
+#[test]
 fn summary_export_and_result_file() {
     let t = target();
     let dir = std::env::temp_dir().join(format!("volley-run-{}", std::process::id()));

@@ -25,6 +25,7 @@ pub(crate) fn call(
     );
     let ctx = Context::full(&rt).map_err(|e| format!("cannot start QuickJS: {e}"))?;
     let state = VuState::new_init(shared.clone());
+    crate::event_loop::track_rejections(&rt, &state);
     let out = ctx.with(|ctx| -> Result<Option<Outputs>, String> {
         install_globals(&ctx, &state).map_err(|e| script::describe(&ctx, e))?;
         let main = &shared.main;
@@ -36,7 +37,8 @@ pub(crate) fn call(
         // SAFETY: bytecode written by JS_WriteObject in this process.
         let m = unsafe { Module::load(ctx.clone(), bc) }.map_err(|e| script::describe(&ctx, e))?;
         let (m, promise) = m.eval().map_err(|e| script::describe(&ctx, e))?;
-        script::drain_jobs(&ctx);
+        crate::event_loop::settle_module(&ctx, &state, &promise)
+            .map_err(|e| script::describe(&ctx, e))?;
         promise
             .finish::<Value>()
             .map_err(|e| script::describe(&ctx, e))?;
@@ -53,13 +55,9 @@ pub(crate) fn call(
         let arg = ctx
             .json_parse(data.to_string())
             .map_err(|e| script::describe(&ctx, e))?;
-        let r: Value = f.call((arg,)).map_err(|e| script::describe(&ctx, e))?;
-        script::drain_jobs(&ctx);
-        // An async handleSummary returns a promise: take its value.
-        let r = match r.as_promise() {
-            Some(p) => p.finish::<Value>().map_err(|e| script::describe(&ctx, e))?,
-            None => r,
-        };
+        // An async handleSummary returns a promise: its value (timers run, as in k6).
+        let r: Value = crate::event_loop::settle(&ctx, &state, f.call((arg,)))
+            .map_err(|e| script::describe(&ctx, e))?;
         if r.is_undefined() || r.is_null() {
             return Ok(Some(Vec::new()));
         }

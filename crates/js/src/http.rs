@@ -4,6 +4,8 @@
 //! Each VU keeps at most one idle keep-alive connection per origin (a VU sends one request
 //! at a time, as in k6). Name lookups are cached per worker thread.
 
+mod async_request;
+
 use crate::vu::VuState;
 use rquickjs::function::Opt;
 use rquickjs::{Atom, Class, Ctx, Function, Object, Value};
@@ -1352,6 +1354,7 @@ pub(crate) fn install<'js>(
         }
     };
     v.set("batch", Function::new(ctx.clone(), batch)?)?;
+    async_request::install(ctx, v, st)?;
     v.set(
         "responseField",
         Function::new(ctx.clone(), |ctx: Ctx<'js>, res: Value<'js>, i: u32| {

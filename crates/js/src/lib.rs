@@ -13,6 +13,10 @@
 //! - [`vu`]: the VU — coroutine, QuickJS runtime, the lifecycle loop (init → setup →
 //!   default(data) → teardown), the native `__volley` functions behind `k6` and
 //!   `k6/metrics`, `open`, `console`, `__ENV`/`__VU`/`__ITER`.
+//! - `check`: `check()` native from end to end (conditions read as atoms, series cached).
+//! - `event_loop`: k6's event loop per call (iteration, setup, teardown, init, handleSummary):
+//!   timers (`setTimeout` & co., `k6/timers`), asynchronous operations (`http.asyncRequest`),
+//!   unhandled promise rejections; nothing on the hot path when a script uses none of them.
 //! - [`http`]: the native half of `k6/http` on `volley-http` connections, recording k6's
 //!   `http_req_*` metrics with k6's system tags.
 //! - `shims/*.js`: the JS half of the `k6`, `k6/http` and `k6/metrics` modules.
@@ -33,6 +37,7 @@
 //!   (per-second aggregates), JUnit (at the end).
 
 mod check;
+pub(crate) mod event_loop;
 pub mod handle_summary;
 pub mod http;
 pub(crate) mod modules;

@@ -24,6 +24,7 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
     ("k6/crypto", include_str!("shims/k6_crypto.js")),
     ("k6/execution", include_str!("shims/k6_execution.js")),
     ("k6/data", include_str!("shims/k6_data.js")),
+    ("k6/timers", include_str!("shims/k6_timers.js")),
     (
         crate::modules::JSLIB_UTILS,
         include_str!("shims/jslib_k6_utils.js"),
@@ -35,13 +36,7 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
 ];
 
 /// k6 modules that exist but Volley does not serve yet (a clear error instead of "not found").
-const PLANNED: &[&str] = &[
-    "k6/html",
-    "k6/ws",
-    "k6/net/grpc",
-    "k6/timers",
-    "k6/experimental",
-];
+const PLANNED: &[&str] = &["k6/html", "k6/ws", "k6/net/grpc", "k6/experimental"];
 
 pub(crate) const CONSOLE_JS: &str = include_str!("shims/console.js");
 
@@ -92,6 +87,7 @@ pub fn load(path: &Path, env: BTreeMap<String, String>) -> Result<Script, Script
     let ctx = Context::full(&rt).map_err(|e| ScriptError(format!("cannot start QuickJS: {e}")))?;
     // The init run: a VU with id 0 whose recorder is thrown away.
     let state = VuState::new_init(shared.clone());
+    crate::event_loop::track_rejections(&rt, &state);
     let found = ctx.with(|ctx| -> Result<_, ScriptError> {
         install_globals(&ctx, &state).map_err(|e| js_error(&ctx, e))?;
         let m =
@@ -101,7 +97,7 @@ pub fn load(path: &Path, env: BTreeMap<String, String>) -> Result<Script, Script
             .map_err(|e| js_error(&ctx, e))?;
         compiled.borrow_mut().insert(main.clone(), bc);
         let (m, promise) = m.eval().map_err(|e| js_error(&ctx, e))?;
-        drain_jobs(&ctx);
+        crate::event_loop::settle_module(&ctx, &state, &promise).map_err(|e| js_error(&ctx, e))?;
         promise.finish::<Value>().map_err(|e| js_error(&ctx, e))?;
         let ns = m.namespace().map_err(|e| js_error(&ctx, e))?;
         let has = |name: &str| {

@@ -149,6 +149,8 @@ pub(crate) struct VuState {
     pub(crate) http: RefCell<crate::http::VuHttp>,
     /// VU tags, cookie jars, response callback, abort (`crate::modules`).
     pub(crate) ext: crate::modules::VuExt,
+    /// Timers and async operations of the running call (`crate::event_loop`).
+    pub(crate) pending: crate::event_loop::Pending,
 }
 
 impl VuState {
@@ -182,6 +184,7 @@ impl VuState {
             metrics: RefCell::new(Vec::new()),
             http: RefCell::new(crate::http::VuHttp::default()),
             ext: Default::default(),
+            pending: Default::default(),
         }
     }
 
@@ -458,6 +461,7 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
     }
     crate::http::install(ctx, &v, st)?;
     crate::modules::install(ctx, &v, st)?;
+    crate::event_loop::install(ctx, st)?;
     g.set("__volley", v)?;
 
     {
@@ -662,6 +666,7 @@ fn vu_main(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, _first: Resume) {
             st.cancellable.get() && st.stop.borrow().as_ref().is_some_and(|t| t.is_stopped())
         })));
     }
+    crate::event_loop::track_rejections(&rt, st);
     let ctx: Context = match crate::rt::vu_context(&rt) {
         Ok(c) => c,
         Err(e) => return fail(format!("cannot start QuickJS: {e}")),
@@ -685,7 +690,8 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
         // SAFETY: bytecode written by JS_WriteObject in this process.
         let m = unsafe { Module::load(ctx.clone(), bc) }.map_err(|e| script::describe(ctx, e))?;
         let (m, promise) = m.eval().map_err(|e| script::describe(ctx, e))?;
-        script::drain_jobs(ctx);
+        crate::event_loop::settle_module(ctx, st, &promise)
+            .map_err(|e| script::describe(ctx, e))?;
         promise
             .finish::<Value>()
             .map_err(|e| script::describe(ctx, e))?;
@@ -735,8 +741,7 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
             Cmd::Run(Phase::Setup) => match &setup {
                 None => Outcome::Ok,
                 Some(f) => {
-                    let r: rquickjs::Result<Value<'js>> = f.call(());
-                    script::drain_jobs(ctx);
+                    let r = crate::event_loop::settle(ctx, st, f.call(()));
                     match r {
                         Err(e) => {
                             let msg = script::describe(ctx, e);
@@ -758,8 +763,7 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
                 None => Outcome::Ok,
                 Some(f) => {
                     let d = setup_data(ctx, st, &mut data);
-                    let r: rquickjs::Result<Value<'js>> = f.call((d,));
-                    script::drain_jobs(ctx);
+                    let r = crate::event_loop::settle(ctx, st, f.call((d,)));
                     match r {
                         Err(e) => Outcome::Error(script::describe(ctx, e)),
                         Ok(_) => Outcome::Ok,
@@ -779,8 +783,7 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
                     }
                     iter += 1;
                     let d = setup_data(ctx, st, &mut data);
-                    let r: rquickjs::Result<Value<'js>> = f.call((d,));
-                    script::drain_jobs(ctx);
+                    let r = crate::event_loop::settle(ctx, st, f.call((d,)));
                     if let Some(msg) = crate::modules::end_iteration(st) {
                         // exec.test.abort(): stop the whole test (k6 exit code 108).
                         if r.is_err() {

@@ -122,6 +122,17 @@ export function request(method, url, body, params) {
   return V.request(a[0], a[1], a[2], a[3], a[4], Response.prototype);
 }
 
+// k6's asyncRequest: the same request, as a Promise of its Response (src/http/async_request.rs).
+export function asyncRequest(method, url, body, params) {
+  let a;
+  try {
+    a = args(method, url, body === undefined ? null : body, params);
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  return V.asyncRequest(a[0], a[1], a[2], a[3], a[4], Response.prototype);
+}
+
 // k6's batch: an array or object of requests, each a URL string, an array
 // [method, url, body, params] or an object {method, url, body, params}. All are sent at once.
 export function batch(requests) {
@@ -177,6 +188,7 @@ export default {
   del,
   options,
   batch,
+  asyncRequest,
   Response,
   file: X.file,
   url: X.url,
