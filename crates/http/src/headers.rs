@@ -60,6 +60,15 @@ impl Headers {
                 .then(|| &self.buf[b as usize..c as usize])
         })
     }
+
+    /// Every field named `name` (case-insensitive), in order.
+    pub fn get_all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.spans.iter().filter_map(move |&(a, b, c)| {
+            let n = &self.buf[a as usize..b as usize];
+            n.eq_ignore_ascii_case(name.as_bytes())
+                .then(|| &self.buf[b as usize..c as usize])
+        })
+    }
 }
 
 #[cfg(test)]
@@ -84,6 +93,8 @@ mod tests {
         assert_eq!(h.get("SET-COOKIE"), Some(&b"a=1"[..]));
         assert_eq!(h.get("content-type"), Some(&b"text/plain"[..]));
         assert_eq!(h.get("content-length"), None);
+        let cookies: Vec<&[u8]> = h.get_all("Set-Cookie").collect();
+        assert_eq!(cookies, vec![&b"a=1"[..], &b""[..]]);
         assert_eq!(h.len(), 3);
         h.clear();
         assert!(h.is_empty() && h.get("set-cookie").is_none());

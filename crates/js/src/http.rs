@@ -477,32 +477,70 @@ struct Fast<'js> {
     empty: Value<'js>,
     /// (prepared id, URL as shown) per prepared slot.
     urls: RefCell<Vec<Option<(u64, Value<'js>)>>>,
-    /// One object per prefix of the six properties, with the Responses' prototype: QuickJS
-    /// frees a shape with the last object that has it, so without these every Response
-    /// would build its six shapes anew (a third of a request's JS cost, bench/RESULTS.md).
-    shapes: RefCell<Option<(Option<Object<'js>>, Vec<Object<'js>>)>>,
+    /// An object with the Responses' prototype and their six properties: each Response is
+    /// given its shape at once (`JS_VolleyAdoptShape`, vendor/rquickjs-sys/VOLLEY.md). Built
+    /// property by property, a Response cost ~2,000 instructions more, and (QuickJS frees a
+    /// shape with the last object that has it) its six shapes were built anew every time.
+    template: RefCell<Option<(Option<Object<'js>>, Object<'js>)>>,
     /// The shim's `Response.prototype` and its `get` (for calls the native `get` leaves to
     /// it), from `__volley.httpInit`.
     proto: RefCell<Option<Object<'js>>>,
     get_slow: RefCell<Option<Function<'js>>>,
 }
 
+extern "C" {
+    // Added to the vendored QuickJS (vendor/rquickjs-sys/VOLLEY.md).
+    fn JS_VolleyAdoptShape(
+        ctx: *mut rquickjs::qjs::JSContext,
+        obj: rquickjs::qjs::JSValue,
+        tmpl: rquickjs::qjs::JSValue,
+        vals: *mut rquickjs::qjs::JSValue,
+        count: std::ffi::c_int,
+    ) -> std::ffi::c_int;
+}
+
 impl<'js> Fast<'js> {
-    /// Keep the shapes of Responses with prototype `proto` alive.
-    fn keep_shapes(&self, ctx: &Ctx<'js>, proto: Option<&Object<'js>>) -> rquickjs::Result<()> {
-        let mut shapes = self.shapes.borrow_mut();
-        if matches!(&*shapes, Some((p, _)) if p.as_ref() == proto) {
+    /// The template for Responses with prototype `proto` (made on first use).
+    fn template(
+        &self,
+        ctx: &Ctx<'js>,
+        proto: Option<&Object<'js>>,
+    ) -> rquickjs::Result<Object<'js>> {
+        let mut t = self.template.borrow_mut();
+        if let Some((p, o)) = &*t {
+            if p.as_ref() == proto {
+                return Ok(o.clone());
+            }
+        }
+        let o = Object::new_proto(ctx.clone(), proto)?;
+        for &a in &self.atoms {
+            define_raw(ctx, &o, a, int(0))?;
+        }
+        *t = Some((proto.cloned(), o.clone()));
+        Ok(o)
+    }
+
+    /// Give `out` (a new Response) its six properties, in `atoms`' order.
+    fn fill(
+        &self,
+        ctx: &Ctx<'js>,
+        out: &Object<'js>,
+        proto: Option<&Object<'js>>,
+        vals: [&Value<'js>; 6],
+    ) -> rquickjs::Result<()> {
+        let tmpl = self.template(ctx, proto)?;
+        let c = ctx.as_raw().as_ptr();
+        // SAFETY: every value belongs to this context; the function takes over the
+        // references made here (and frees them if it refuses).
+        let mut raw = vals.map(|v| unsafe { rquickjs::qjs::JS_DupValue(c, v.as_raw()) });
+        let r = unsafe { JS_VolleyAdoptShape(c, out.as_raw(), tmpl.as_raw(), raw.as_mut_ptr(), 6) };
+        if r == 0 {
             return Ok(());
         }
-        let mut held = Vec::with_capacity(self.atoms.len());
-        for n in 1..=self.atoms.len() {
-            let o = Object::new_proto(ctx.clone(), proto)?;
-            for &a in &self.atoms[..n] {
-                define_raw(ctx, &o, a, int(0))?;
-            }
-            held.push(o);
+        // Not expected (a Response is a fresh object of that prototype); defined one by one.
+        for (&a, v) in self.atoms.iter().zip(vals) {
+            define(ctx, out, a, v)?;
         }
-        *shapes = Some((proto.cloned(), held));
         Ok(())
     }
 }
@@ -586,7 +624,7 @@ impl<'js> Keys<'js> {
             http11: rquickjs::String::from_str(ctx.clone(), "HTTP/1.1")?.into_value(),
             empty: rquickjs::String::from_str(ctx.clone(), "")?.into_value(),
             urls: RefCell::new(vec![None; PREPARED_MAX]),
-            shapes: RefCell::new(None),
+            template: RefCell::new(None),
             proto: RefCell::new(None),
             get_slow: RefCell::new(None),
         })
@@ -985,34 +1023,36 @@ fn finish_hop<'js>(
             }
         }
     };
-    f.keep_shapes(ctx, proto)?;
-    let [a_url, a_proto, a_status, a_body, a_error, a_code] = f.atoms;
-    define(ctx, &out, a_url, &url)?;
-    define(ctx, &out, a_proto, &f.http11)?;
-    define_raw(ctx, &out, a_status, int(status as i32))?;
-    match error {
+    let status = Value::new_int(ctx.clone(), status as i32);
+    let (body, error, code) = match error {
         None => {
             let body = match body {
                 Some(b) if spec.mode == BodyMode::Keep && spec.extras.binary => {
                     rquickjs::ArrayBuffer::new(ctx.clone(), b)?.into_value()
                 }
-                Some(b) if spec.mode == BodyMode::Keep => {
-                    rquickjs::String::from_str(ctx.clone(), &String::from_utf8_lossy(&b))?
-                        .into_value()
-                }
+                Some(b) if spec.mode == BodyMode::Keep => match std::str::from_utf8(&b) {
+                    Ok(text) => rquickjs::String::from_str(ctx.clone(), text)?.into_value(),
+                    Err(_) => {
+                        rquickjs::String::from_str(ctx.clone(), &String::from_utf8_lossy(&b))?
+                            .into_value()
+                    }
+                },
                 _ => Value::new_null(ctx.clone()),
             };
-            define(ctx, &out, a_body, &body)?;
-            define(ctx, &out, a_error, &f.empty)?;
-            define_raw(ctx, &out, a_code, int(0))?;
+            (body, f.empty.clone(), Value::new_int(ctx.clone(), 0))
         }
-        Some(e) => {
-            define(ctx, &out, a_body, &Value::new_null(ctx.clone()))?;
-            let msg = rquickjs::String::from_str(ctx.clone(), &e.to_string())?.into_value();
-            define(ctx, &out, a_error, &msg)?;
-            define_raw(ctx, &out, a_code, int(error_code(e.class) as i32))?;
-        }
-    }
+        Some(e) => (
+            Value::new_null(ctx.clone()),
+            rquickjs::String::from_str(ctx.clone(), &e.to_string())?.into_value(),
+            Value::new_int(ctx.clone(), error_code(e.class) as i32),
+        ),
+    };
+    f.fill(
+        ctx,
+        &out,
+        proto,
+        [&url, &f.http11, &status, &body, &error, &code],
+    )?;
     Ok(Some(out))
 }
 

@@ -119,11 +119,9 @@ impl Extras {
     pub(crate) fn store(&self, t: &Target, headers: &volley_http::Headers) {
         let Some(jar) = &self.jar else { return };
         let mut jar = jar.borrow_mut();
-        for (name, value) in headers.iter() {
-            if name.eq_ignore_ascii_case("set-cookie") {
-                if let Some(c) = parse_set_cookie(&String::from_utf8_lossy(value), t) {
-                    jar.put(c);
-                }
+        for value in headers.get_all("set-cookie") {
+            if let Some(c) = parse_set_cookie(&String::from_utf8_lossy(value), t) {
+                jar.put(c);
             }
         }
     }
