@@ -25,6 +25,7 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
     ("k6/execution", include_str!("shims/k6_execution.js")),
     ("k6/data", include_str!("shims/k6_data.js")),
     ("k6/timers", include_str!("shims/k6_timers.js")),
+    ("k6/html", include_str!("shims/k6_html.js")),
     (
         crate::modules::JSLIB_UTILS,
         include_str!("shims/jslib_k6_utils.js"),
@@ -36,7 +37,7 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
 ];
 
 /// k6 modules that exist but Volley does not serve yet (a clear error instead of "not found").
-const PLANNED: &[&str] = &["k6/html", "k6/ws", "k6/net/grpc", "k6/experimental"];
+const PLANNED: &[&str] = &["k6/ws", "k6/net/grpc", "k6/experimental"];
 
 pub(crate) const CONSOLE_JS: &str = include_str!("shims/console.js");
 

@@ -1,6 +1,6 @@
-//! k6 modules beyond the core (`k6/encoding`, `k6/crypto`, `k6/execution`, `k6/data`), the
-//! `jslib.k6.io` stand-ins, CommonJS `require`, and the state behind the `k6/http` extras
-//! (cookie jars, response callbacks).
+//! k6 modules beyond the core (`k6/encoding`, `k6/crypto`, `k6/execution`, `k6/data`,
+//! `k6/html`), the `jslib.k6.io` stand-ins, CommonJS `require`, and the state behind the
+//! `k6/http` extras (cookie jars, response callbacks).
 //!
 //! Each module is a JS shim (`src/shims/`) over natives installed here on the hidden
 //! `__volley` object. Per-run state lives in [`SharedExt`] (inside `ScriptShared`), per-VU
@@ -12,6 +12,7 @@ pub(crate) mod cookies;
 pub(crate) mod crypto;
 pub(crate) mod data;
 pub(crate) mod execution;
+pub(crate) mod html;
 pub(crate) mod http_ext;
 
 use crate::vu::VuState;
@@ -141,6 +142,7 @@ pub(crate) fn install<'js>(
     data::install(ctx, v, st)?;
     cookies::install(ctx, v, st)?;
     commonjs::install(ctx, v, st)?;
+    html::install(ctx, v)?;
     if st.id > 0 && st.env.is_some() {
         st.shared.ext.exec.vu_initialized();
     }

@@ -32,6 +32,16 @@ export class Response {
   get status_text() {
     return X.statusText(this.status);
   }
+  // k6/html over the response body (src/shims/html_api.js, made on first use).
+  html(selector) {
+    return html().response(this, selector);
+  }
+  submitForm(args) {
+    return html().submitForm(this, args, request);
+  }
+  clickLink(args) {
+    return html().clickLink(this, args, request);
+  }
   // JSON.stringify(res) shows the lazily built fields too.
   toJSON() {
     for (const n of LAZY) void this[n];
@@ -59,6 +69,7 @@ LAZY.forEach((name, i) => {
 });
 
 const EMPTY = [];
+const html = () => V.htmlCache || (V.htmlCache = V.htmlApi(V));
 
 function hasHeader(headers, name) {
   for (let i = 0; i < headers.length; i += 2) {
