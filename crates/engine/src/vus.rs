@@ -201,22 +201,41 @@ pub struct StopToken {
     /// spares every request a timer of its own.
     own_timer: bool,
     global: Arc<AtomicBool>,
-    wake: Rc<Notify>,
+    wake: Rc<HardStop>,
+}
+
+/// A scenario's hard stop on one worker, as its watcher saw it.
+#[derive(Debug, Default)]
+struct HardStop {
+    notify: Notify,
+    /// Set by the watcher when it wakes `notify` (its hard stop has passed).
+    fired: Cell<bool>,
 }
 
 impl StopToken {
-    /// Cheap enough for a JS interrupt handler: an atomic load and a clock read.
+    /// Cheap enough for a JS interrupt handler: an atomic load and a clock read. (The
+    /// clock, not the watcher's flag: a busy script keeps the watcher from running.)
     pub fn is_stopped(&self) -> bool {
         self.global.load(Ordering::Relaxed) || self.hard_at.is_some_and(|t| Instant::now() >= t)
     }
 
-    /// Completes when [`StopToken::is_stopped`] becomes true.
+    /// [`StopToken::is_stopped`] as the watcher saw it: no clock read unless this token has
+    /// a deadline of its own. For waits, which let the watcher run.
+    fn is_stopped_waiting(&self) -> bool {
+        self.global.load(Ordering::Relaxed)
+            || self.wake.fired.get()
+            || (self.own_timer && self.hard_at.is_some_and(|t| Instant::now() >= t))
+    }
+
+    /// Completes when the token is stopped (at the latest one watcher tick, 20 ms, after
+    /// [`StopToken::is_stopped`] became true). Every request and sleep of a VU waits on this
+    /// beside its own future, so it reads no clock in the common case.
     pub async fn stopped(&self) {
         loop {
-            let n = self.wake.notified();
+            let n = self.wake.notify.notified();
             tokio::pin!(n);
             n.as_mut().enable();
-            if self.is_stopped() {
+            if self.is_stopped_waiting() {
                 return;
             }
             match self.hard_at.filter(|_| self.own_timer) {
@@ -255,7 +274,7 @@ pub struct WorkerEnv {
     /// Woken when the run stops gracefully.
     stop_wake: Rc<Notify>,
     /// Per scenario: woken at its hard stop (end + gracefulStop) or the run's.
-    hard_wake: Rc<Vec<Rc<Notify>>>,
+    hard_wake: Rc<Vec<Rc<HardStop>>>,
     hard: Arc<AtomicBool>,
 }
 
@@ -687,7 +706,7 @@ fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
             s.plan
                 .scenarios
                 .iter()
-                .map(|_| Rc::new(Notify::new()))
+                .map(|_| Rc::new(HardStop::default()))
                 .collect(),
         ),
         hard: s.hard.clone(),
@@ -795,7 +814,8 @@ fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
                                 .is_some_and(|t0| now >= scenario_hard(&s, sc, *t0));
                         if !*f && (hard || due) {
                             *f = true;
-                            env.hard_wake[sc].notify_waiters();
+                            env.hard_wake[sc].fired.set(true);
+                            env.hard_wake[sc].notify.notify_waiters();
                         }
                     }
                     tokio::time::sleep(Duration::from_millis(20)).await;

@@ -599,13 +599,11 @@ impl VuBody for JsVu {
                 }
                 CoroutineResult::Yield(Yield::Await(fut)) => {
                     input = if let Some(token) = &token {
-                        if token.is_stopped() {
-                            Resume::Cancelled
-                        } else {
-                            tokio::select! {
-                                v = fut => Resume::Value(v),
-                                _ = token.stopped() => Resume::Cancelled,
-                            }
+                        // `stopped()` first: a stopped token cancels without polling `fut`.
+                        tokio::select! {
+                            biased;
+                            _ = token.stopped() => Resume::Cancelled,
+                            v = fut => Resume::Value(v),
                         }
                     } else if let Some(deadline) = deadline.filter(|_| !timed_out) {
                         tokio::select! {
