@@ -25,6 +25,27 @@ use clap::Parser;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+extern "C" {
+    // mimalloc's option API (libmimalloc-sys declares it only with its "extended" feature).
+    fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+}
+
+/// `mi_option_arena_eager_commit` (mimalloc.h): committing each 1 GiB arena up front cost
+/// 5,000 VUs up to 2.5 s of page faults at start and 6-10 MB more peak RSS.
+const MI_OPTION_ARENA_EAGER_COMMIT: std::ffi::c_int = 4;
+
+/// Set before Rust's runtime makes its first allocation (which creates mimalloc's first
+/// arena): a constructor, not the start of `main`.
+extern "C" fn mimalloc_options() {
+    // SAFETY: a plain option store, before any thread exists.
+    unsafe { mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, 0) };
+}
+
+#[cfg(target_os = "linux")]
+#[used]
+#[link_section = ".init_array"]
+static MIMALLOC_OPTIONS: extern "C" fn() = mimalloc_options;
+
 fn main() {
     let cli = args::Cli::parse();
     let code = match cli.command {

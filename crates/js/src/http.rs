@@ -623,7 +623,7 @@ impl<'js> Keys<'js> {
             atoms,
             http11: rquickjs::String::from_str(ctx.clone(), "HTTP/1.1")?.into_value(),
             empty: rquickjs::String::from_str(ctx.clone(), "")?.into_value(),
-            urls: RefCell::new(vec![None; PREPARED_MAX]),
+            urls: RefCell::new(Vec::new()),
             template: RefCell::new(None),
             proto: RefCell::new(None),
             get_slow: RefCell::new(None),
@@ -1016,9 +1016,11 @@ fn finish_hop<'js>(
             Some(Some((pid, v))) if *pid == prepared_id => v.clone(),
             _ => {
                 let v = rquickjs::String::from_str(ctx.clone(), &shown_url)?.into_value();
-                if let Some(slot) = urls.get_mut(i) {
-                    *slot = Some((prepared_id, v.clone()));
+                // Grown on demand (most VUs repeat one or two URLs; each VU pays for this).
+                if urls.len() <= i {
+                    urls.resize(i + 1, None);
                 }
+                urls[i] = Some((prepared_id, v.clone()));
                 v
             }
         }
