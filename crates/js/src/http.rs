@@ -1273,9 +1273,10 @@ pub(crate) fn install<'js>(
     let get = {
         let st = st.clone();
         move |ctx: Ctx<'js>,
-              url: Value<'js>,
+              url: Opt<Value<'js>>,
               params: Opt<Value<'js>>|
               -> rquickjs::Result<Value<'js>> {
+            let url = url.0.unwrap_or_else(|| Value::new_undefined(ctx.clone()));
             let plain = params
                 .0
                 .as_ref()

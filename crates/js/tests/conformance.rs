@@ -236,3 +236,42 @@ fn a_syntax_error_names_file_line_and_column() {
         Ok(_) => panic!("a syntax error must not run"),
     }
 }
+
+/// `check()` and `http.get()` are native (src/check.rs, src/http.rs): every shortcut they
+/// take must give what k6 gives.
+#[test]
+fn native_check_and_get_behave_as_the_shims_did() {
+    let t = target();
+    let out = run("check_native.js", &t);
+    let r = &out.result;
+    assert_eq!(
+        counter(r, "bad", &[]),
+        0.0,
+        "an expectation in the script failed"
+    );
+    assert_eq!(counter(r, "not_all", &[]), 6.0);
+    assert_eq!(rate(r, "checks", &[("check", "truthy value")]), (6, 6));
+    assert_eq!(rate(r, "checks", &[("check", "falsy value")]), (0, 6));
+    assert_eq!(rate(r, "checks", &[("check", "200")]), (6, 6));
+    assert_eq!(rate(r, "checks", &[("check", "parity 0")]), (3, 3));
+    assert_eq!(rate(r, "checks", &[("check", "parity 1")]), (0, 3));
+    assert_eq!(
+        rate(r, "checks", &[("check", "same"), ("group", "")]),
+        (6, 6)
+    );
+    assert_eq!(
+        rate(r, "checks", &[("check", "same"), ("group", "::g")]),
+        (0, 6)
+    );
+    for t3 in ["0", "1", "2"] {
+        assert_eq!(rate(r, "checks", &[("check", "tagged"), ("t", t3)]), (2, 2));
+    }
+    // The throwing condition: the one before it counted, the one after it never ran.
+    assert_eq!(rate(r, "checks", &[("check", "before throw")]), (1, 1));
+    assert_eq!(rate(r, "checks", &[("check", "boom")]), (0, 0));
+    assert_eq!(rate(r, "checks", &[("check", "after")]), (0, 0));
+    assert_eq!(counter(r, "iteration_errors", &[]), 1.0);
+    // Three requests per iteration reach the server (the one without a URL does not).
+    assert_eq!(counter(r, "http_reqs", &[]), 18.0);
+    assert_eq!(t.stats().requests, 18);
+}
