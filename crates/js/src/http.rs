@@ -1193,6 +1193,12 @@ fn init_refused(ctx: &Ctx<'_>) -> rquickjs::Error {
     )
 }
 
+/// The shim's `Response.prototype`, as `__volley.httpInit` registered it.
+fn response_proto<'js>(ctx: &Ctx<'js>) -> Option<Object<'js>> {
+    ctx.userdata::<Fast>()
+        .and_then(|f| f.proto.borrow().clone())
+}
+
 /// One request (and its redirects) as the script asked for it: the Response object.
 #[allow(clippy::too_many_arguments)]
 fn request<'js>(
@@ -1281,10 +1287,7 @@ pub(crate) fn install<'js>(
                 .0
                 .as_ref()
                 .is_none_or(|p| p.is_undefined() || p.is_null());
-            let (proto, slow) = match ctx.userdata::<Fast>() {
-                Some(f) => (f.proto.borrow().clone(), f.get_slow.borrow().clone()),
-                None => (None, None),
-            };
+            let proto = response_proto(&ctx);
             if let (true, Some(s), Some(proto)) = (plain, url.as_string(), &proto) {
                 let url = s.to_string()?;
                 if !url.contains('@') {
@@ -1301,6 +1304,9 @@ pub(crate) fn install<'js>(
                     return r.map(Object::into_value);
                 }
             }
+            let slow = ctx
+                .userdata::<Fast>()
+                .and_then(|f| f.get_slow.borrow().clone());
             match slow {
                 Some(f) => f.call((url, params.0)),
                 None => Err(rquickjs::Exception::throw_internal(

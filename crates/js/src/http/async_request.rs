@@ -9,17 +9,7 @@ use crate::vu::VuState;
 use rquickjs::function::Opt;
 use rquickjs::{Ctx, Exception, Function, Object, Promise, Value};
 use std::any::Any;
-use std::cell::RefCell;
 use std::rc::Rc;
-
-/// The shim's `Response.prototype`, given with the first asyncRequest (a hop may end after the
-/// call that started it has returned).
-struct ResponseProto<'js>(RefCell<Option<Object<'js>>>);
-
-// SAFETY: only `'js` values inside; `Changed` just renames the lifetime.
-unsafe impl<'js> rquickjs::JsLifetime<'js> for ResponseProto<'js> {
-    type Changed<'to> = ResponseProto<'to>;
-}
 
 /// One request's remaining work: its spec and the hop in flight.
 struct HttpOp {
@@ -31,9 +21,10 @@ fn op(fut: super::ExchangeFuture) -> OpFuture {
     Box::pin(async move { Box::new(fut.await) as Box<dyn Any> })
 }
 
+/// The shim's `Response.prototype` (registered by `httpInit` when k6/http loads; a hop may
+/// end after the call that started it has returned).
 fn proto<'js>(ctx: &Ctx<'js>) -> Option<Object<'js>> {
-    ctx.userdata::<ResponseProto>()
-        .and_then(|p| p.0.borrow().clone())
+    super::response_proto(ctx)
 }
 
 impl Continue for HttpOp {
@@ -79,9 +70,6 @@ pub(super) fn install<'js>(
     v: &Object<'js>,
     st: &Rc<VuState>,
 ) -> rquickjs::Result<()> {
-    if ctx.userdata::<ResponseProto>().is_none() {
-        let _ = ctx.store_userdata(ResponseProto(RefCell::new(None)));
-    }
     let st = st.clone();
     #[allow(clippy::too_many_arguments)]
     let f = move |ctx: Ctx<'js>,
@@ -90,7 +78,8 @@ pub(super) fn install<'js>(
                   body: Option<Value<'js>>,
                   headers: Vec<String>,
                   params: Opt<Value<'js>>,
-                  proto: Opt<Value<'js>>|
+                  // The shim's Response.prototype: the one `httpInit` registered is used.
+                  _proto: Opt<Value<'js>>|
           -> rquickjs::Result<Promise<'js>> {
         if st.in_init.get() {
             return Err(init_refused(&ctx));
@@ -100,14 +89,6 @@ pub(super) fn install<'js>(
                 &ctx,
                 "http.asyncRequest is not supported here by volley (only in VU code)",
             ));
-        }
-        if let Some(p) = proto.0.and_then(|p| p.into_object()) {
-            if let Some(slot) = ctx.userdata::<ResponseProto>() {
-                let mut slot = slot.0.borrow_mut();
-                if slot.is_none() {
-                    *slot = Some(p);
-                }
-            }
         }
         let Some(k) = ctx.userdata::<Keys>() else {
             return Err(Exception::throw_internal(&ctx, "no Response keys"));
