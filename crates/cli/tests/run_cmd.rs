@@ -395,14 +395,19 @@ fn bad_scenarios_exit_104_with_k6s_words() {
 /// Ctrl-C during a multi-scenario run: `signals` SIGINTs, then the exit, the interrupted
 /// iterations in the result file, and how long the stop took.
 fn interrupt_scenarios(signals: u32) -> (std::process::Output, serde_json::Value, f64) {
+    interrupt_script("scenarios_sigint.js", signals)
+}
+
+/// `interrupt_scenarios` for any script.
+fn interrupt_script(name: &str, signals: u32) -> (std::process::Output, serde_json::Value, f64) {
     let t = target();
-    let dir = common::scratch(&format!("sigint-{signals}"));
+    let dir = common::scratch(&format!("sigint-{signals}-{name}"));
     let save = dir.join("run.json");
     let base = format!("BASE=http://{}", t.local_addr());
     let child = common::volley()
         .args([
             "run",
-            &script("scenarios_sigint.js"),
+            &script(name),
             "-e",
             &base,
             "--save",
@@ -460,6 +465,32 @@ fn ctrl_c_once_stops_gracefully_and_twice_at_once() {
         took2 < took,
         "a second Ctrl-C cuts the graceful stop short ({took2}s vs {took}s)"
     );
+}
+
+/// After one Ctrl-C each scenario's running iterations get its own gracefulStop (as k6), not
+/// the longest of the run's.
+#[test]
+fn ctrl_c_gives_each_scenario_its_own_graceful_stop() {
+    let (o, saved, took) = interrupt_script("scenarios_sigint_grace.js", 1);
+    assert_eq!(o.status.code(), Some(105), "{}", stderr(&o));
+    let scen = saved["options"]["scenarios"].to_string();
+    let count = |name: &str, field: &str| -> u64 {
+        saved["options"]["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no scenario {name}: {scen}"))[field]
+            .as_u64()
+            .unwrap()
+    };
+    // Ctrl-C at ~1.5 s, iterations of 4 s: `short` (gracefulStop 1 s) is cut off, `long`
+    // (20 s) is let finish, and the run does not wait for 20 s.
+    assert_eq!(count("short", "interrupted_iterations"), 2, "{scen}");
+    assert_eq!(count("short", "completed_iterations"), 0, "{scen}");
+    assert_eq!(count("long", "completed_iterations"), 2, "{scen}");
+    assert_eq!(count("long", "interrupted_iterations"), 0, "{scen}");
+    assert!(took < 15.0, "took {took}s");
 }
 
 #[test]

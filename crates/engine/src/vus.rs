@@ -216,7 +216,9 @@ impl StopToken {
     /// Cheap enough for a JS interrupt handler: an atomic load and a clock read. (The
     /// clock, not the watcher's flag: a busy script keeps the watcher from running.)
     pub fn is_stopped(&self) -> bool {
-        self.global.load(Ordering::Relaxed) || self.hard_at.is_some_and(|t| Instant::now() >= t)
+        self.global.load(Ordering::Relaxed)
+            || self.wake.fired.get()
+            || self.hard_at.is_some_and(|t| Instant::now() >= t)
     }
 
     /// [`StopToken::is_stopped`] as the watcher saw it: no clock read unless this token has
@@ -533,7 +535,8 @@ fn coordinate<F: VuFactory>(
         // No sampler (none asked for, or it could not start): nothing to wait for.
         agg.worker_done(me + 1);
     }
-    // After a stop (Ctrl-C, abort), iterations get the longest gracefulStop to finish.
+    // After a stop (Ctrl-C, abort), each scenario's iterations get its own gracefulStop (the
+    // workers' watchers interrupt them); the run itself ends at the longest one at the latest.
     let grace = s
         .plan
         .scenarios
@@ -799,19 +802,23 @@ fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
         let watcher = {
             let (env, s) = (env.clone(), s.clone());
             tokio::task::spawn_local(async move {
-                let mut stopped = false;
+                // When this watcher first saw the run stop (Ctrl-C, an abort): from then on
+                // each scenario's running iterations get that scenario's own gracefulStop.
+                let mut stopped: Option<Instant> = None;
                 let mut fired = vec![false; s.plan.scenarios.len()];
                 loop {
-                    if !stopped && s.ctl.is_stopped() {
-                        stopped = true;
+                    if stopped.is_none() && s.ctl.is_stopped() {
+                        stopped = Some(Instant::now());
                         env.stop_wake.notify_waiters();
                     }
                     let hard = s.hard.load(Ordering::Relaxed);
                     let now = Instant::now();
                     for (sc, f) in fired.iter_mut().enumerate() {
+                        let grace = s.plan.scenarios[sc].graceful_stop;
                         let due =
                             s.t0.get()
-                                .is_some_and(|t0| now >= scenario_hard(&s, sc, *t0));
+                                .is_some_and(|t0| now >= scenario_hard(&s, sc, *t0))
+                                || stopped.is_some_and(|t| now >= t + grace);
                         if !*f && (hard || due) {
                             *f = true;
                             env.hard_wake[sc].fired.set(true);
