@@ -90,7 +90,8 @@ struct Prepared {
     /// The serialised request without a body, made on first use.
     bodyless: Option<Request>,
     origin: Rc<str>,
-    shown_url: String,
+    /// Shared with every Response of this request (`res.url`, `res.request.url`).
+    shown_url: Rc<str>,
     name_tag: Option<String>,
     user_tags: Vec<(String, String)>,
     /// (group id, status, expected, error code) → the series its samples go to.
@@ -125,7 +126,7 @@ impl Prepared {
             header_pairs: pairs(headers),
             bodyless: None,
             origin: origin.into(),
-            shown_url,
+            shown_url: shown_url.into(),
             name_tag,
             user_tags,
             series: Vec::new(),
@@ -153,12 +154,12 @@ impl Prepared {
         // Tags as k6: method, url, name, status, expected_response, proto, group, scenario.
         let mut t = st.base_tags();
         t.insert("method".into(), self.method.clone());
-        t.insert("url".into(), self.shown_url.clone());
+        t.insert("url".into(), self.shown_url.to_string());
         t.insert(
             "name".into(),
             self.name_tag
                 .clone()
-                .unwrap_or_else(|| self.shown_url.clone()),
+                .unwrap_or_else(|| self.shown_url.to_string()),
         );
         t.insert("proto".into(), "HTTP/1.1".into());
         for (k, v) in &self.user_tags {
@@ -1068,7 +1069,7 @@ pub(crate) struct RawResponse {
     timings: [f64; 7],
     headers: volley_http::Headers,
     method: String,
-    url: String,
+    url: Rc<str>,
     sent_body: Option<bytes::Bytes>,
     addr: Option<SocketAddr>,
     target: Rc<Target>,
@@ -1137,7 +1138,7 @@ fn response_field<'js>(ctx: &Ctx<'js>, res: &Value<'js>, i: u32) -> rquickjs::Re
         2 => {
             let req = Object::new(ctx.clone())?;
             req.set(k.method.clone(), r.method.as_str())?;
-            req.set(k.url.clone(), r.url.as_str())?;
+            req.set(k.url.clone(), &*r.url)?;
             let sent = r.sent_body.as_deref().unwrap_or_default();
             req.set(k.body.clone(), String::from_utf8_lossy(sent).as_ref())?;
             req.into_value()
