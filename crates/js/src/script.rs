@@ -73,9 +73,8 @@ pub fn load(path: &Path, env: BTreeMap<String, String>) -> Result<Script, Script
     let main = normalize(&path.to_string_lossy());
     let source = std::fs::read_to_string(path)
         .map_err(|e| ScriptError(format!("cannot read script {}: {e}", path.display())))?;
-    let dir = path.parent().map(|p| p.to_path_buf()).unwrap_or_default();
     let compiled: Rc<std::cell::RefCell<HashMap<String, Vec<u8>>>> = Default::default();
-    let shared = Arc::new(ScriptShared::new(main.clone(), dir, env));
+    let shared = Arc::new(ScriptShared::new(main.clone(), env));
     let rt = Runtime::new().map_err(|e| ScriptError(format!("cannot start QuickJS: {e}")))?;
     rt.set_max_stack_size(crate::vu::JS_STACK);
     rt.set_loader(
@@ -162,20 +161,74 @@ fn join_relative(base: &str, name: &str) -> String {
     normalize(&dir.join(name).to_string_lossy())
 }
 
+/// Lexical normalisation (as k6's file URLs): `..` removes a named component only, so a
+/// leading `../..` is kept (`../../lib.js` is not `lib.js`) and `/..` stays `/`.
 fn normalize(p: &str) -> String {
     let mut out = PathBuf::new();
     for c in Path::new(p).components() {
         match c {
             Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push("..");
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
                 }
-            }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => out.push(".."),
+            },
             other => out.push(other.as_os_str()),
         }
     }
     out.to_string_lossy().into_owned()
+}
+
+/// How far up the stack [`calling_module`] looks (init code is shallow; this bounds the
+/// quadratic walk of `JS_GetScriptOrModuleName`).
+const MAX_FRAMES: isize = 256;
+
+/// The module a native init-context call (`open()`) is relative to, as k6 decides it: the
+/// file being `require()`d when there is one, else the module whose top-level code is
+/// running (the bottom JS frame). A helper in `lib/a.js` that calls `open()` while
+/// `main.js` runs resolves against `main.js`, as in k6.
+pub(crate) fn calling_module(ctx: &Ctx<'_>, requiring: Option<String>, main: &str) -> String {
+    if let Some(r) = requiring {
+        return r;
+    }
+    let mut bottom = None;
+    for level in 0..MAX_FRAMES {
+        if let Some(name) = ctx
+            .script_or_module_name(level)
+            .and_then(|a| a.to_string().ok())
+        {
+            if is_user_module(&name) {
+                bottom = Some(name);
+            }
+        }
+    }
+    bottom.unwrap_or_else(|| main.to_string())
+}
+
+/// The module whose code called the running native function (`require()` without a base).
+pub(crate) fn caller_module(ctx: &Ctx<'_>) -> Option<String> {
+    (0..MAX_FRAMES)
+        .filter_map(|l| ctx.script_or_module_name(l)?.to_string().ok())
+        .find(|n| is_user_module(n))
+}
+
+/// A script's own file, not a built-in shim or an eval'd snippet.
+fn is_user_module(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('<')
+        // rquickjs' name for `ctx.eval` code (the console shim).
+        && name != "eval_script"
+        && !BUILTINS.iter().any(|(n, _)| *n == name)
+}
+
+/// Where a relative `open()` path of module `module` points.
+pub(crate) fn open_path(module: &str, path: &str) -> PathBuf {
+    if Path::new(path).is_absolute() {
+        return PathBuf::from(path);
+    }
+    PathBuf::from(join_relative(module, path))
 }
 
 /// Resolves k6 built-ins and relative paths; everything else gets a clear error.
@@ -369,6 +422,10 @@ mod tests {
         assert_eq!(join_relative("tests/k6/a.js", "../c.js"), "tests/c.js");
         assert_eq!(join_relative("a.js", "./b.js"), "b.js");
         assert_eq!(normalize("./x/./y/../z.js"), "x/z.js");
+        // A leading `..` is kept, never cancelled by the next one.
+        assert_eq!(join_relative("main.js", "../../lib.js"), "../../lib.js");
+        assert_eq!(join_relative("../a/m.js", "../../b.js"), "../../b.js");
+        assert_eq!(normalize("/../a/../../b.js"), "/b.js");
     }
 
     #[test]

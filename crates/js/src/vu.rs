@@ -38,8 +38,6 @@ pub(crate) const JS_STACK: usize = 512 * 1024;
 /// What every VU of a run shares (read-mostly, `Send + Sync`).
 pub struct ScriptShared {
     pub(crate) main: String,
-    /// Directory `open()` paths are relative to (the main script's).
-    pub(crate) dir: PathBuf,
     pub(crate) env: BTreeMap<String, String>,
     pub(crate) bytecode: OnceLock<HashMap<String, Vec<u8>>>,
     /// Files read by `open()`: read once, shared by every VU.
@@ -58,10 +56,9 @@ pub struct ScriptShared {
 }
 
 impl ScriptShared {
-    pub(crate) fn new(main: String, dir: PathBuf, env: BTreeMap<String, String>) -> Self {
+    pub(crate) fn new(main: String, env: BTreeMap<String, String>) -> Self {
         ScriptShared {
             main,
-            dir,
             env,
             bytecode: OnceLock::new(),
             files: Mutex::new(HashMap::new()),
@@ -477,7 +474,10 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
                             "open() can only be called in the init context (outside functions)",
                         ));
                     }
-                    let full = st.shared.dir.join(&path);
+                    // Relative to the calling module, as k6 (not the main script's dir).
+                    let requiring = st.ext.requiring.borrow().last().cloned();
+                    let module = script::calling_module(&ctx, requiring, &st.shared.main);
+                    let full = script::open_path(&module, &path);
                     let bytes = {
                         let mut files = st.shared.files.lock().unwrap();
                         match files.get(&full) {

@@ -146,10 +146,17 @@ pub(crate) fn install<'js>(
                         "require() can only be called in the init context (outside functions)",
                     ));
                 }
-                let base = base.0.unwrap_or_else(|| st.shared.main.clone());
+                // The global form resolves against the module that calls it (as k6).
+                let base = base
+                    .0
+                    .or_else(|| crate::script::caller_module(&ctx))
+                    .unwrap_or_else(|| st.shared.main.clone());
                 let resolved = ModResolver.resolve(&ctx, &base, &name, None)?;
-                let promise = Module::import(&ctx, format!("{REQUIRE_PREFIX}{resolved}"))?;
-                let ns: Object<'js> = promise.finish()?;
+                st.ext.requiring.borrow_mut().push(resolved.clone());
+                let promise = Module::import(&ctx, format!("{REQUIRE_PREFIX}{resolved}"));
+                let ns = promise.and_then(|p| p.finish::<Object<'js>>());
+                st.ext.requiring.borrow_mut().pop();
+                let ns = ns?;
                 if st.shared.ext.cjs.contains(&resolved) {
                     ns.get("default")
                 } else {
@@ -159,7 +166,6 @@ pub(crate) fn install<'js>(
         )?
     };
     v.set("require", require.clone())?;
-    // The global form: relative names resolve against the main script.
     ctx.globals().set("require", require)?;
     Ok(())
 }

@@ -78,6 +78,8 @@ pub(crate) struct VuExt {
     pub(crate) jars: RefCell<Vec<Rc<RefCell<cookies::Jar>>>>,
     /// `http.setResponseCallback`: `None` = no callback (no `http_req_failed`).
     pub(crate) expected: RefCell<Option<Expected>>,
+    /// Files being `require()`d, innermost last: what `open()` is relative to (as k6).
+    pub(crate) requiring: RefCell<Vec<String>>,
 }
 
 impl Default for VuExt {
@@ -88,6 +90,7 @@ impl Default for VuExt {
             iter: Cell::new(0),
             jars: RefCell::new(vec![Rc::default()]),
             expected: RefCell::new(Some(Expected::k6_default())),
+            requiring: RefCell::default(),
         }
     }
 }

@@ -1,0 +1,97 @@
+//! `volley run` behaving as k6 decides (issue #13, sections 5 and 6): module paths relative to
+//! the importing module, `handleSummary` outputs, setup/teardown groups, zero durations, and
+//! the per-response body cap.
+
+mod common;
+
+use common::{stderr, stdout, volley};
+use std::path::Path;
+
+fn write(dir: &Path, rel: &str, text: &str) {
+    let p = dir.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+/// A tree where the wrong resolution finds a different file than the right one: every
+/// `lib.js` and `data.txt` says where it is.
+fn module_tree(name: &str) -> std::path::PathBuf {
+    let d = common::scratch(name);
+    for dir in ["", "a/", "a/b/"] {
+        write(
+            &d,
+            &format!("{dir}lib.js"),
+            &format!("export const who = 'lib@{dir}';"),
+        );
+    }
+    for dir in ["a/b/", "x/y/", "lib/"] {
+        write(&d, &format!("{dir}data.txt"), &format!("data@{dir}"));
+    }
+    write(
+        &d,
+        "x/y/z.js",
+        "export const z = 'z@x/y/';\nexport const data = open('./data.txt');\n",
+    );
+    // A re-export across folders: lib/re.js names ../x/y/z.js relative to itself.
+    write(&d, "lib/re.js", "export * from '../x/y/z.js';\n");
+    write(
+        &d,
+        "lib/helper.js",
+        "export function readIt(p) { return open(p); }\n",
+    );
+    write(
+        &d,
+        "lib/c.js",
+        "module.exports = { d: open('./data.txt') };\n",
+    );
+    write(
+        &d,
+        "x/y/w.js",
+        "const zz = require('./z.js');\nexport const viaRequire = zz.z;\n",
+    );
+    write(
+        &d,
+        "a/b/main.js",
+        r#"import { who } from '../../lib.js';
+import { z, data } from '../../lib/re.js';
+import { readIt } from '../../lib/helper.js';
+import { viaRequire } from '../../x/y/w.js';
+const c = require('../../lib/c.js');
+const helper = readIt('./data.txt');
+export const options = { iterations: 1, vus: 1 };
+export default function () {}
+export function handleSummary() {
+  return { stdout: [who, z, data, helper, c.d, viaRequire].join('|') };
+}
+"#,
+    );
+    d
+}
+
+/// k6 resolves imports (and re-exports) against the importing module and `open()` against
+/// the module whose init code runs (the file being `require()`d, else the bottom frame), from
+/// whatever directory the run starts in. Before: `../../lib.js` from `a/b/main.js` run in
+/// `a/b` was normalised to `lib.js` (the wrong file), `lib/re.js`'s `../x/y/z.js` failed,
+/// and `open()` in `x/y/z.js` read `a/b/data.txt`.
+#[test]
+fn imports_and_open_resolve_relative_to_the_module_from_any_directory() {
+    let d = module_tree("modres");
+    let want = "lib@|z@x/y/|data@x/y/|data@a/b/|data@lib/|z@x/y/";
+    for (cwd, arg) in [
+        (d.join("a/b"), "main.js".to_string()),
+        (d.join("a"), "b/main.js".to_string()),
+        (d.clone(), "./a/b/main.js".to_string()),
+        (
+            std::env::temp_dir(),
+            d.join("a/b/main.js").to_string_lossy().into_owned(),
+        ),
+    ] {
+        let o = volley()
+            .current_dir(&cwd)
+            .args(["run", "-q", &arg])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{arg}: {}", stderr(&o));
+        assert_eq!(stdout(&o), want, "run {arg} in {}", cwd.display());
+    }
+}
