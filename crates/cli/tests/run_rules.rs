@@ -95,3 +95,29 @@ fn imports_and_open_resolve_relative_to_the_module_from_any_directory() {
         assert_eq!(stdout(&o), want, "run {arg} in {}", cwd.display());
     }
 }
+
+/// `volley run -d 0s` used to run "2 iterations shared among 2 VUs"; k6 refuses the
+/// configuration with exit 104, and so does `options.duration: '0s'`.
+#[test]
+fn zero_duration_exits_104_as_k6() {
+    let d = common::scratch("zero-dur");
+    write(&d, "nop.js", "export default function () {}\n");
+    write(
+        &d,
+        "d0.js",
+        "export const options = { vus: 2, duration: '0s' };\nexport default function () {}\n",
+    );
+    for args in [
+        vec!["run", "-q", "-u", "2", "-d", "0s", "nop.js"],
+        vec!["run", "-q", "d0.js"],
+    ] {
+        let o = volley().current_dir(&d).args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(104), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("`duration` option should be more than 0"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(!stdout(&o).contains("iterations"), "{}", stdout(&o));
+    }
+}

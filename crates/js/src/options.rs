@@ -157,6 +157,15 @@ fn count(v: &serde_json::Value, what: &str) -> Result<u64, String> {
     json_count(v, &format!("options.{what}"))
 }
 
+/// `d` as k6 prints short durations ("0s", "500ms").
+fn fmt_secs(d: Duration) -> String {
+    if d.subsec_nanos() == 0 || d.is_zero() {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
+
 /// Resolve the script's `options` (JSON, may be null) with CLI overrides.
 pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved, String> {
     let empty = serde_json::Map::new();
@@ -287,7 +296,21 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
     if let Some(i) = cli.iterations {
         iterations = Some(i);
     }
-    let dur = dur.filter(|d| !d.is_zero());
+    // As k6: a zero duration is refused, never read as "no duration" (it used to become
+    // one iteration per VU); with `iterations` it is a maxDuration of at least 1 s.
+    match (dur, iterations) {
+        (Some(d), Some(_)) if d < Duration::from_secs(1) => {
+            return Err(format!(
+                "shared-iterations: the maxDuration must be at least 1s, but is {}                  (`duration` with `iterations` caps the run; drop it or make it 1s or more)",
+                fmt_secs(d)
+            ));
+        }
+        (Some(d), None) if d.is_zero() => {
+            return Err("`duration` option should be more than 0 (got 0s): give a positive                         duration such as 30s, or use `iterations` for a fixed number of                         iterations"
+                .into());
+        }
+        _ => {}
+    }
     let executor = if let Some(iterations) = iterations {
         let vus = vus.unwrap_or(1);
         if vus == 0 {
@@ -403,6 +426,33 @@ mod tests {
         assert!(resolve(&json!({"vus": 5, "iterations": 2}), &CliOptions::default()).is_err());
         assert!(resolve(&json!({"scenarios": {}}), &CliOptions::default()).is_err());
         assert!(resolve(&json!({"duration": "soon"}), &CliOptions::default()).is_err());
+    }
+
+    /// k6 refuses a zero duration (exit 104) instead of running one iteration per VU, from
+    /// the flag and from the options alike; with iterations it is a maxDuration below 1 s.
+    #[test]
+    fn zero_duration_is_refused_as_k6_does() {
+        let none = CliOptions::default();
+        let cli_0s = CliOptions {
+            vus: Some(2),
+            duration: Some(Duration::ZERO),
+            ..Default::default()
+        };
+        let e = resolve(&serde_json::Value::Null, &cli_0s).unwrap_err();
+        assert!(e.contains("`duration` option should be more than 0"), "{e}");
+        for d in [json!("0s"), json!(0), json!("0ms")] {
+            let e = resolve(&json!({ "vus": 2, "duration": d }), &none).unwrap_err();
+            assert!(e.contains("should be more than 0"), "{d}: {e}");
+        }
+        let e = resolve(&json!({"iterations": 3, "duration": "0s"}), &none).unwrap_err();
+        assert!(
+            e.contains("maxDuration must be at least 1s, but is 0s"),
+            "{e}"
+        );
+        let e = resolve(&json!({"iterations": 3, "duration": "500ms"}), &none).unwrap_err();
+        assert!(e.contains("but is 500ms"), "{e}");
+        assert!(resolve(&json!({"iterations": 3, "duration": "1s"}), &none).is_ok());
+        assert!(resolve(&json!({"iterations": 0}), &none).is_err());
     }
 
     #[test]
