@@ -121,3 +121,72 @@ fn zero_duration_exits_104_as_k6() {
         assert!(!stdout(&o).contains("iterations"), "{}", stdout(&o));
     }
 }
+
+/// An output that cannot be written (here a path under a regular file) no longer stops the
+/// ones after it: as k6, every output is tried, the failures are reported together and the
+/// exit code stays k6's (0).
+#[test]
+fn handle_summary_write_error_does_not_stop_the_other_outputs() {
+    let d = common::scratch("hs-write");
+    write(&d, "blocker", "a file, not a directory");
+    write(
+        &d,
+        "hs.js",
+        r#"export const options = { iterations: 1 };
+export default function () {}
+export function handleSummary() {
+  return { 'blocker/x.txt': 'lost', 'ok.txt': 'kept', stdout: 'S', 'b.bin': new Uint8Array([104, 105]) };
+}
+"#,
+    );
+    let o = volley()
+        .current_dir(&d)
+        .args(["run", "hs.js"])
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(stdout(&o), "S");
+    assert_eq!(std::fs::read_to_string(d.join("ok.txt")).unwrap(), "kept");
+    assert_eq!(std::fs::read_to_string(d.join("b.bin")).unwrap(), "hi");
+    assert!(
+        err.contains("could not save some summary information")
+            && err.contains("could not write 'blocker/x.txt'"),
+        "{err}"
+    );
+}
+
+/// k6 accepts only a string or an ArrayBuffer per output and writes nothing when one is
+/// anything else; Volley used to print `42`. The error names the key and the type, and the
+/// default summary is shown instead (as for a throwing handleSummary).
+#[test]
+fn handle_summary_rejects_non_string_values() {
+    let d = common::scratch("hs-types");
+    for (value, kind) in [("42", "number"), ("{ a: 1 }", "object"), ("null", "null")] {
+        write(
+            &d,
+            "hs.js",
+            &format!(
+                "export const options = {{ iterations: 1 }};\nexport default function () {{}}\n\
+                 export function handleSummary() {{ return {{ 'ok.txt': 'x', stdout: {value} }}; }}\n"
+            ),
+        );
+        let _ = std::fs::remove_file(d.join("ok.txt"));
+        let o = volley()
+            .current_dir(&d)
+            .args(["run", "hs.js"])
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        assert!(
+            err.contains(&format!(
+                "error handling summary object stdout: invalid type {kind}, it needs to be a \
+                 string or ArrayBuffer"
+            )),
+            "{value}: {err}"
+        );
+        assert!(!d.join("ok.txt").exists(), "{value}: nothing is written");
+        assert!(stdout(&o).contains("iterations"), "{}", stdout(&o));
+    }
+}

@@ -67,27 +67,7 @@ pub(crate) fn call(
         let mut outs = Vec::new();
         for kv in obj.props::<String, Value>() {
             let (k, v) = kv.map_err(|e| script::describe(&ctx, e))?;
-            let bytes = if let Some(s) = v.as_string() {
-                s.to_string().unwrap_or_default().into_bytes()
-            } else if let Some(ab) = rquickjs::ArrayBuffer::from_value(v.clone()) {
-                // SAFETY: copied at once; no JS runs while the slice is alive.
-                unsafe { ab.as_bytes() }
-                    .map(|b| b.to_vec())
-                    .unwrap_or_default()
-            } else if v.is_object() {
-                ctx.json_stringify(v)
-                    .ok()
-                    .flatten()
-                    .and_then(|s| s.to_string().ok())
-                    .unwrap_or_default()
-                    .into_bytes()
-            } else {
-                v.get::<rquickjs::Coerced<String>>()
-                    .map(|c| c.0)
-                    .unwrap_or_default()
-                    .into_bytes()
-            };
-            outs.push((k, bytes));
+            outs.push((k.clone(), contents(&k, &v)?));
         }
         Ok(Some(outs))
     });
@@ -96,29 +76,76 @@ pub(crate) fn call(
     out
 }
 
-/// Write `handleSummary`'s outputs: `stdout`, `stderr`, else a file path.
+/// One output's contents: as k6, only a string or an `ArrayBuffer` (or a byte view of one);
+/// anything else fails the whole result before a byte is written.
+fn contents(key: &str, v: &Value<'_>) -> Result<Vec<u8>, String> {
+    if let Some(s) = v.as_string() {
+        return Ok(s.to_string().unwrap_or_default().into_bytes());
+    }
+    // SAFETY (both): copied at once; no JS runs while the slice is alive.
+    if let Some(ab) = rquickjs::ArrayBuffer::from_value(v.clone()) {
+        return Ok(unsafe { ab.as_bytes() }
+            .map(<[u8]>::to_vec)
+            .unwrap_or_default());
+    }
+    if let Ok(view) = rquickjs::TypedArray::<u8>::from_value(v.clone()) {
+        return Ok(unsafe { view.as_bytes() }
+            .map(<[u8]>::to_vec)
+            .unwrap_or_default());
+    }
+    let kind = if v.is_undefined() {
+        "undefined"
+    } else if v.is_null() {
+        "null"
+    } else if v.is_number() {
+        "number"
+    } else if v.is_bool() {
+        "boolean"
+    } else if v.is_array() {
+        "array"
+    } else if v.is_function() {
+        "function"
+    } else if v.is_object() {
+        "object"
+    } else {
+        "value"
+    };
+    Err(format!(
+        "error handling summary object {key}: invalid type {kind}, it needs to be a string \
+         or ArrayBuffer (use JSON.stringify(...) or textSummary(...) to make one)"
+    ))
+}
+
+/// Write `handleSummary`'s outputs: `stdout`, `stderr`, else a file path. As k6, an output
+/// that cannot be written does not stop the others: every failure is in the one error.
 pub fn write_outputs(outs: &Outputs) -> Result<(), String> {
     use std::io::Write;
+    let mut errs = Vec::new();
     for (k, v) in outs {
-        match k.as_str() {
+        let written = match k.as_str() {
             "stdout" => {
                 let mut o = std::io::stdout().lock();
-                let _ = o.write_all(v).and_then(|_| o.flush());
+                o.write_all(v).and_then(|_| o.flush())
             }
-            "stderr" => {
-                let _ = std::io::stderr().lock().write_all(v);
-            }
+            "stderr" => std::io::stderr().lock().write_all(v),
             path => {
                 let p = std::path::Path::new(path);
-                if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(|e| {
-                        format!("handleSummary: cannot create {}: {e}", dir.display())
-                    })?;
+                match p.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    Some(dir) => std::fs::create_dir_all(dir),
+                    None => Ok(()),
                 }
-                std::fs::write(p, v)
-                    .map_err(|e| format!("handleSummary: cannot write {path}: {e}"))?;
+                .and_then(|_| std::fs::write(p, v))
             }
+        };
+        if let Err(e) = written {
+            errs.push(format!("could not write '{k}': {e}"));
         }
     }
-    Ok(())
+    if errs.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "handleSummary: could not save some summary information:\n\t- {}",
+        errs.join("\n\t- ")
+    ))
 }
