@@ -190,3 +190,100 @@ fn handle_summary_rejects_non_string_values() {
         assert!(stdout(&o).contains("iterations"), "{}", stdout(&o));
     }
 }
+
+/// k6 tags what `setup()`/`teardown()` record with `group: "::setup"`/`"::teardown"`, so
+/// their checks (and groups) sit under those groups in `root_group`; Volley filed them under
+/// the root. The expected paths and ids are k6 v1.8.1's for this script.
+#[test]
+fn setup_and_teardown_checks_are_under_their_k6_groups() {
+    let d = common::scratch("setup-groups");
+    write(
+        &d,
+        "su.js",
+        r#"import { check, group } from 'k6';
+import { Counter } from 'k6/metrics';
+const c = new Counter('mine');
+export const options = { iterations: 1 };
+export function setup() {
+  check(1, { 'setup ok': (v) => v === 1 });
+  group('g', () => { check(1, { 'in g': () => true }); });
+  c.add(1);
+}
+export default function () { check(1, { 'main ok': () => true }); }
+export function teardown() { check(1, { 'teardown ok': () => true }); }
+"#,
+    );
+    let o = volley()
+        .current_dir(&d)
+        .args([
+            "run",
+            "-q",
+            "--summary-export",
+            "exp.json",
+            "--out",
+            "json=out.json",
+            "su.js",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let e: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("exp.json")).unwrap()).unwrap();
+    let root = &e["root_group"];
+    let check = |g: &serde_json::Value, name: &str| -> (String, String) {
+        let c = &g["checks"][name];
+        assert_eq!(c["passes"], 1, "{name}: {g}");
+        (
+            c["path"].as_str().unwrap().to_string(),
+            c["id"].as_str().unwrap().to_string(),
+        )
+    };
+    assert_eq!(
+        check(root, "main ok"),
+        (
+            "::main ok".into(),
+            "3d11cbb5cc793b44b558882dc5a6fad5".into()
+        )
+    );
+    assert!(root["checks"].get("setup ok").is_none(), "{root}");
+    let setup = &root["groups"]["setup"];
+    assert_eq!(setup["path"], "::setup");
+    assert_eq!(setup["id"], "5c0f8025f7e0b6654089e5b00e950f1a");
+    assert_eq!(
+        check(setup, "setup ok"),
+        (
+            "::setup::setup ok".into(),
+            "77124ba589ff022294235b26618aa71a".into()
+        )
+    );
+    assert_eq!(
+        check(&setup["groups"]["g"], "in g"),
+        (
+            "::setup::g::in g".into(),
+            "de83b25dee95b70a9021df4302e1530f".into()
+        )
+    );
+    let teardown = &root["groups"]["teardown"];
+    assert_eq!(teardown["id"], "a8a9942382e8ffe2e56ef29e664b8229");
+    assert_eq!(
+        check(teardown, "teardown ok"),
+        (
+            "::teardown::teardown ok".into(),
+            "3adf4db828c74a5873bd279041fa99c9".into()
+        )
+    );
+    // Every sample from setup carries the tag, custom metrics too (as k6's NDJSON).
+    let ndjson = std::fs::read_to_string(d.join("out.json")).unwrap();
+    let point = |metric: &str, want: &str| {
+        assert!(
+            ndjson.lines().any(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v["type"] == "Point" && v["metric"] == metric && v["data"]["tags"]["group"] == want
+            }),
+            "no {metric} point with group {want}:\n{ndjson}"
+        );
+    };
+    point("mine", "::setup");
+    point("group_duration", "::setup::g");
+    point("checks", "::teardown");
+}

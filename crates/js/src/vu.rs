@@ -219,6 +219,13 @@ impl VuState {
         self.group_id.set(id as u32);
     }
 
+    /// Run what follows in group `path`: k6 tags everything `setup()`/`teardown()` record
+    /// with `group: "::setup"`/`"::teardown"` (their checks and groups live under them).
+    fn enter_group(&self, path: &str) {
+        *self.group.borrow_mut() = path.to_string();
+        self.group_changed();
+    }
+
     /// This VU's scenario's spec, if it has one.
     pub(crate) fn scenario_spec(&self) -> Option<&volley_engine::executor::Scenario> {
         let (env, i) = (self.env.as_ref()?, self.scenario?);
@@ -739,6 +746,7 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
             Cmd::Run(Phase::Setup) => match &setup {
                 None => Outcome::Ok,
                 Some(f) => {
+                    st.enter_group("::setup");
                     let r = crate::event_loop::settle(ctx, st, f.call(()));
                     match r {
                         Err(e) => {
@@ -760,6 +768,7 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
             Cmd::Run(Phase::Teardown) => match &teardown {
                 None => Outcome::Ok,
                 Some(f) => {
+                    st.enter_group("::teardown");
                     let d = setup_data(ctx, st, &mut data);
                     let r = crate::event_loop::settle(ctx, st, f.call((d,)));
                     match r {
