@@ -350,6 +350,10 @@ pub struct RunArgs {
     /// Time unit of the summary's trend values: s, ms or us (overrides options.summaryTimeUnit)
     #[arg(long, value_name = "UNIT")]
     pub summary_time_unit: Option<String>,
+    /// Largest response body a request keeps, e.g. 64MiB (the default), 200MB; past it the
+    /// request fails with error_code 1790 (overrides options.maxResponseBodySize)
+    #[arg(long, value_name = "SIZE", value_parser = volley_js::options::parse_size)]
+    pub max_response_body: Option<u64>,
     /// Append this run to a history: an SQLite file or directory (.volley/history.db when
     /// given without a value) or a postgres:// URL (see docs/history.md)
     #[arg(long, value_name = "DIR_OR_URL", num_args = 0..=1, default_missing_value = "")]

@@ -109,6 +109,7 @@ pub fn run(a: RunArgs) -> i32 {
         summary_time_unit: a.summary_time_unit.clone(),
         show_progress: !a.quiet,
         live_progress: !a.quiet && std::io::stderr().is_terminal(),
+        max_response_body: a.max_response_body,
     };
     let ctl = RunControl::new();
     signals::install(ctl.clone());

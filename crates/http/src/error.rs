@@ -115,6 +115,39 @@ impl HttpError {
     pub fn io(e: &io::Error, context: &str) -> HttpError {
         HttpError::new(ErrorClass::of_io(e), format!("{context}: {e}"))
     }
+
+    /// A kept response body passed the cap set with
+    /// [`Connection::set_max_body`](crate::Connection::set_max_body).
+    pub fn body_too_large(limit: u64) -> HttpError {
+        HttpError::new(
+            ErrorClass::Other,
+            format!(
+                "{BODY_TOO_LARGE} the {} limit: the rest was not read and the connection was \
+                 closed",
+                size(limit)
+            ),
+        )
+    }
+
+    /// Made by [`HttpError::body_too_large`] (callers give it its own error code).
+    pub fn is_body_too_large(&self) -> bool {
+        self.class == ErrorClass::Other && self.message.starts_with(BODY_TOO_LARGE)
+    }
+}
+
+/// How [`HttpError::body_too_large`] messages start.
+const BODY_TOO_LARGE: &str = "response body larger than";
+
+/// `n` bytes in the largest binary unit that divides it.
+fn size(n: u64) -> String {
+    const KIB: u64 = 1024;
+    match n {
+        0 => "0 bytes".into(),
+        n if n % (KIB * KIB * KIB) == 0 => format!("{} GiB", n / (KIB * KIB * KIB)),
+        n if n % (KIB * KIB) == 0 => format!("{} MiB", n / (KIB * KIB)),
+        n if n % KIB == 0 => format!("{} KiB", n / KIB),
+        n => format!("{n} bytes"),
+    }
 }
 
 impl fmt::Display for HttpError {
@@ -136,6 +169,17 @@ mod tests {
             assert_eq!(c.index(), i);
         }
         assert_eq!(ErrorClass::from_str("nope"), None);
+    }
+
+    #[test]
+    fn body_too_large_is_recognised_and_names_the_limit() {
+        let e = HttpError::body_too_large(64 << 20);
+        assert!(e.is_body_too_large());
+        assert!(e.message.contains("the 64 MiB limit"), "{e}");
+        assert!(HttpError::body_too_large(1000)
+            .message
+            .contains("1000 bytes"));
+        assert!(!HttpError::new(ErrorClass::Other, "x").is_body_too_large());
     }
 
     #[test]

@@ -359,6 +359,8 @@ pub struct Connection {
     closing: bool,
     requests_sent: u64,
     responses_read: u64,
+    /// Largest body [`BodyMode::Keep`] collects (see [`Connection::set_max_body`]).
+    max_body: u64,
 }
 
 impl std::fmt::Debug for Connection {
@@ -398,6 +400,7 @@ impl Connection {
             closing: false,
             requests_sent: 0,
             responses_read: 0,
+            max_body: u64::MAX,
         };
         Ok((conn, timings))
     }
@@ -405,6 +408,15 @@ impl Connection {
     /// Copy response headers into `Response::headers` (costs allocations; off by default).
     pub fn keep_headers(&mut self, on: bool) {
         self.keep_headers = on;
+    }
+
+    /// Cap on a body collected in [`BodyMode::Keep`] (`None`: no cap). A response past it
+    /// fails with [`HttpError::body_too_large`] as soon as it is known (a larger
+    /// `Content-Length`, or the bytes read so far), the rest is not read and the connection
+    /// is not reused; what was read counts in `bytes_received`. Discarded bodies cost no
+    /// memory and have no cap.
+    pub fn set_max_body(&mut self, limit: Option<u64>) {
+        self.max_body = limit.unwrap_or(u64::MAX);
     }
 
     /// Whether another request may be written: no earlier failure and nobody asked to close.
@@ -742,6 +754,9 @@ impl Connection {
         };
         match head.framing {
             Framing::Empty => {}
+            Framing::Length(n) if sink.is_some() && n > self.max_body => {
+                return Err(HttpError::body_too_large(self.max_body));
+            }
             Framing::Length(n) => {
                 let got = self.read_sized(n, &mut sink).await?;
                 resp.body_len = got;
@@ -754,6 +769,7 @@ impl Connection {
             Framing::Chunked => self.read_chunked(&mut sink, &mut resp.body_len).await?,
             Framing::Eof => loop {
                 resp.body_len += self.take(u64::MAX, &mut sink);
+                self.check_body(&sink)?;
                 if self.fill().await? == 0 {
                     break;
                 }
@@ -814,11 +830,23 @@ impl Connection {
         n as u64
     }
 
+    /// A kept body past [`Connection::set_max_body`] ends the read (it overshoots by at
+    /// most one buffer, [`MAX_HEAD`]).
+    fn check_body(&self, sink: &Option<Vec<u8>>) -> Result<(), HttpError> {
+        match sink {
+            Some(v) if v.len() as u64 > self.max_body => {
+                Err(HttpError::body_too_large(self.max_body))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Consumes `n` body bytes, reading as needed; returns fewer only on EOF.
     async fn read_sized(&mut self, n: u64, sink: &mut Option<Vec<u8>>) -> Result<u64, HttpError> {
         let mut got = 0;
         loop {
             got += self.take(n - got, sink);
+            self.check_body(sink)?;
             if got == n || self.fill().await? == 0 {
                 return Ok(got);
             }

@@ -329,9 +329,16 @@ fn pinned(host: &str, port: u16, hosts: &HashMap<String, String>) -> Option<Sock
     })
 }
 
+/// Volley's error code for a response body over `maxResponseBodySize` (in k6's content
+/// error range 17xx, which k6 uses only for 1701).
+pub(crate) const BODY_TOO_LARGE_CODE: u32 = 1790;
+
 /// k6's error codes for failed requests.
-fn error_code(class: ErrorClass) -> u32 {
-    match class {
+fn error_code(e: &HttpError) -> u32 {
+    if e.is_body_too_large() {
+        return BODY_TOO_LARGE_CODE;
+    }
+    match e.class {
         ErrorClass::Refused => 1212,
         ErrorClass::Timeout => 1050,
         ErrorClass::Reset => 1220,
@@ -382,6 +389,7 @@ struct Exchange {
 }
 
 /// Send `req` to `target`, on `conn` when it can be reused, else on a new connection.
+#[allow(clippy::too_many_arguments)]
 async fn exchange(
     target: Rc<Target>,
     req: Request,
@@ -390,6 +398,7 @@ async fn exchange(
     tls: Option<Arc<rustls::ClientConfig>>,
     timeout: Duration,
     mode: BodyMode,
+    max_body: u64,
 ) -> Exchange {
     let mut connect = None;
     let (mut conn, addr) = match conn.filter(|c| c.is_reusable()) {
@@ -428,6 +437,7 @@ async fn exchange(
             }
         }
     };
+    conn.set_max_body(Some(max_body));
     let result = conn.send(&req, mode, timeout).await;
     let keep = matches!(&result, Ok(r) if r.keep_alive) && conn.is_reusable();
     Exchange {
@@ -873,6 +883,7 @@ fn start_hop<'js>(
         tls,
         spec.timeout,
         spec.mode,
+        settings.max_response_body,
     );
     let slot = (i, st.http.borrow().prepared[i].id);
     Ok(Started::Go(
@@ -914,7 +925,7 @@ fn finish_hop<'js>(
         Err(e) => (0, Some(e)),
     };
     let expected = spec.extras.expected(st, status);
-    let code = err.map_or(0, |e| error_code(e.class));
+    let code = err.map_or(0, error_code);
     let connect = ex.connect.unwrap_or_default();
     let timings = ex.result.as_ref().map(|r| r.timings).unwrap_or_default();
     let (sent, received) = match &ex.result {
@@ -1047,7 +1058,7 @@ fn finish_hop<'js>(
         Some(e) => (
             Value::new_null(ctx.clone()),
             rquickjs::String::from_str(ctx.clone(), &e.to_string())?.into_value(),
-            Value::new_int(ctx.clone(), error_code(e.class) as i32),
+            Value::new_int(ctx.clone(), error_code(&e) as i32),
         ),
     };
     f.fill(

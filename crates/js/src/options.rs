@@ -39,6 +39,8 @@ pub struct CliOptions {
     pub show_progress: bool,
     /// Redraw one line per scenario every second while running (stderr is a terminal).
     pub live_progress: bool,
+    /// `--max-response-body`: replaces `options.maxResponseBodySize`.
+    pub max_response_body: Option<u64>,
 }
 
 /// What the options resolve to.
@@ -67,6 +69,8 @@ pub struct RunSettings {
     pub hosts: HashMap<String, String>,
     pub max_redirects: Option<u32>,
     pub discard_response_bodies: bool,
+    /// `maxResponseBodySize` (Volley's): largest response body a request keeps.
+    pub max_response_body: u64,
     pub no_connection_reuse: bool,
     pub no_vu_connection_reuse: bool,
     pub setup_timeout: Duration,
@@ -89,6 +93,7 @@ impl Default for RunSettings {
             hosts: HashMap::new(),
             max_redirects: None,
             discard_response_bodies: false,
+            max_response_body: DEFAULT_MAX_RESPONSE_BODY,
             no_connection_reuse: false,
             no_vu_connection_reuse: false,
             setup_timeout: Duration::from_secs(60),
@@ -157,6 +162,41 @@ fn count(v: &serde_json::Value, what: &str) -> Result<u64, String> {
     json_count(v, &format!("options.{what}"))
 }
 
+/// Default of `maxResponseBodySize` / `--max-response-body`.
+pub const DEFAULT_MAX_RESPONSE_BODY: u64 = 64 << 20;
+
+/// A size such as `64MiB`, `10MB`, `512KiB`, `1000` or `1000B` (bytes; kB/MB/GB are powers of
+/// 1000, KiB/MiB/GiB of 1024), more than 0.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = (&t[..split], t[split..].trim());
+    let mult: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        _ => {
+            return Err(format!(
+            "'{s}' is not a size: unknown unit '{unit}' (expected B, kB, MB, GB, KiB, MiB or GiB)"
+        ))
+        }
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (expected e.g. 64MiB or 1000000)"))?;
+    let bytes = n * mult as f64;
+    if !(bytes >= 1.0 && bytes < u64::MAX as f64) {
+        return Err(format!("'{s}' is not a size between 1 byte and 16 EiB"));
+    }
+    Ok(bytes as u64)
+}
+
 /// `d` as k6 prints short durations ("0s", "500ms").
 fn fmt_secs(d: Duration) -> String {
     if d.subsec_nanos() == 0 || d.is_zero() {
@@ -196,6 +236,18 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
             "noConnectionReuse" => settings.no_connection_reuse = boolean(v, k)?,
             "noVUConnectionReuse" => settings.no_vu_connection_reuse = boolean(v, k)?,
             "discardResponseBodies" => settings.discard_response_bodies = boolean(v, k)?,
+            "maxResponseBodySize" => {
+                settings.max_response_body = match v {
+                    serde_json::Value::String(s) => parse_size(s),
+                    _ => v
+                        .as_u64()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| format!("expected a size, got {v}")),
+                }
+                .map_err(|e| {
+                    format!("options.maxResponseBodySize: {e} (e.g. \"64MiB\", or bytes)")
+                })?
+            }
             "hosts" => {
                 for (name, addr) in string_map(v, "hosts")? {
                     let ok = addr.parse::<std::net::IpAddr>().is_ok()
@@ -257,6 +309,9 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
             "scenarios" if !v.is_null() => scenarios_json = Some(v),
             other => ignored.push(other.to_string()),
         }
+    }
+    if let Some(n) = cli.max_response_body {
+        settings.max_response_body = n;
     }
     // As k6: the CLI's shortcuts replace whatever the script configured.
     let cli_shortcuts = cli.vus.is_some() || cli.duration.is_some() || cli.iterations.is_some();
@@ -453,6 +508,30 @@ mod tests {
         assert!(e.contains("but is 500ms"), "{e}");
         assert!(resolve(&json!({"iterations": 3, "duration": "1s"}), &none).is_ok());
         assert!(resolve(&json!({"iterations": 0}), &none).is_err());
+    }
+
+    #[test]
+    fn max_response_body_takes_sizes_and_the_flag_wins() {
+        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_size("10 MB"), Ok(10_000_000));
+        assert_eq!(parse_size("1.5KiB"), Ok(1536));
+        assert_eq!(parse_size("1000"), Ok(1000));
+        for bad in ["0", "", "5 parsecs", "-1MB", "1e30GiB"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+        let none = CliOptions::default();
+        let r = resolve(&serde_json::Value::Null, &none).unwrap();
+        assert_eq!(r.settings.max_response_body, 64 << 20);
+        let r = resolve(&json!({"maxResponseBodySize": 4096}), &none).unwrap();
+        assert_eq!(r.settings.max_response_body, 4096);
+        let cli = CliOptions {
+            max_response_body: Some(10),
+            ..Default::default()
+        };
+        let r = resolve(&json!({"maxResponseBodySize": "1GB"}), &cli).unwrap();
+        assert_eq!(r.settings.max_response_body, 10);
+        let e = resolve(&json!({"maxResponseBodySize": true}), &none).unwrap_err();
+        assert!(e.starts_with("options.maxResponseBodySize: "), "{e}");
     }
 
     #[test]

@@ -669,3 +669,84 @@ async fn tls_to_a_plain_server_is_a_tls_error() {
         .unwrap_err();
     assert_eq!(e.class, ErrorClass::Tls, "{e}");
 }
+
+/// Serves one connection an endless chunked body (16 KiB chunks) until the client goes
+/// away, bounded at 100,000 chunks so a bug cannot run forever.
+async fn endless_chunked() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut buf = Vec::new();
+        if read_request(&mut s, &mut buf).await.is_none() {
+            return;
+        }
+        let mut chunk = b"4000\r\n".to_vec();
+        chunk.extend_from_slice(&[b'z'; 0x4000]);
+        chunk.extend_from_slice(b"\r\n");
+        if s.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            .await
+            .is_err()
+        {
+            return;
+        }
+        for _ in 0..100_000 {
+            if s.write_all(&chunk).await.is_err() {
+                return;
+            }
+        }
+    });
+    addr
+}
+
+/// A kept body stops at the cap instead of growing without limit (an endless body used to
+/// be buffered until the request timeout: gigabytes); the bytes read count, the connection
+/// is dropped. A declared length over the cap fails before reading the body; discarded
+/// bodies and bodies under the cap are unaffected.
+#[tokio::test]
+async fn kept_bodies_stop_at_the_cap() {
+    const CAP: u64 = 256 * 1024;
+    let addr = endless_chunked().await;
+    let t = target(addr, "/");
+    let mut conn = connect(addr, &t).await;
+    conn.set_max_body(Some(CAP));
+    let e = conn.send(&get(&t), BodyMode::Keep, T).await.unwrap_err();
+    assert!(e.is_body_too_large(), "{e}");
+    assert!(e.message.contains("256 KiB"), "{e}");
+    assert!(
+        e.bytes_received > CAP && e.bytes_received < CAP + 2 * MAX_HEAD as u64,
+        "{}",
+        e.bytes_received
+    );
+    assert!(!conn.is_reusable());
+
+    let big = b"HTTP/1.1 200 OK\r\nContent-Length: 10485760\r\n\r\nxxxx";
+    let (addr, _server) = scripted(vec![big.to_vec()], usize::MAX).await;
+    let t = target(addr, "/");
+    let mut conn = connect(addr, &t).await;
+    conn.set_max_body(Some(CAP));
+    let e = conn.send(&get(&t), BodyMode::Keep, T).await.unwrap_err();
+    assert!(e.is_body_too_large(), "{e}");
+    assert!(e.bytes_received < MAX_HEAD as u64, "{}", e.bytes_received);
+
+    let mut eof = b"HTTP/1.0 200 OK\r\n\r\n".to_vec();
+    eof.extend_from_slice(&[b'e'; 300 * 1024]);
+    let (addr, _server) = scripted(vec![eof.clone()], usize::MAX).await;
+    let t = target(addr, "/");
+    let mut conn = connect(addr, &t).await;
+    conn.set_max_body(Some(CAP));
+    let e = conn.send(&get(&t), BodyMode::Keep, T).await.unwrap_err();
+    assert!(e.is_body_too_large(), "{e}");
+
+    // Under the cap, and discarded bodies of any size, are read as before.
+    let mut ok = b"HTTP/1.1 200 OK\r\nContent-Length: 262144\r\n\r\n".to_vec();
+    ok.extend_from_slice(&[b'o'; 256 * 1024]);
+    for (resp, mode) in [(ok, BodyMode::Keep), (eof, BodyMode::Discard)] {
+        let (addr, _server) = scripted(vec![resp], usize::MAX).await;
+        let t = target(addr, "/");
+        let mut conn = connect(addr, &t).await;
+        conn.set_max_body(Some(CAP));
+        let r = conn.send(&get(&t), mode, T).await.unwrap();
+        assert!(r.body_len >= CAP, "{}", r.body_len);
+    }
+}
