@@ -306,8 +306,9 @@ pub struct RunArgs {
     /// Test duration, e.g. 30s, 1m30s (overrides options.duration)
     #[arg(short = 'd', long, value_parser = volley_engine::parse_duration)]
     pub duration: Option<std::time::Duration>,
-    /// Total iterations shared by the VUs (overrides options.iterations)
-    #[arg(short = 'i', long, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Total iterations shared by the VUs (overrides options.iterations; 0 is refused with
+    /// k6's configuration error, exit 104)
+    #[arg(short = 'i', long)]
     pub iterations: Option<u64>,
     /// Add KEY=VALUE to __ENV (repeatable)
     #[arg(short = 'e', long = "env", value_name = "KEY=VALUE")]

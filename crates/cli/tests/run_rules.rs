@@ -97,7 +97,7 @@ fn imports_and_open_resolve_relative_to_the_module_from_any_directory() {
 }
 
 /// `volley run -d 0s` used to run "2 iterations shared among 2 VUs"; k6 refuses the
-/// configuration with exit 104, and so does `options.duration: '0s'`.
+/// configuration with exit 104, and so does `options.duration: '0s'` (and `-i 0`).
 #[test]
 fn zero_duration_exits_104_as_k6() {
     let d = common::scratch("zero-dur");
@@ -106,6 +106,19 @@ fn zero_duration_exits_104_as_k6() {
         &d,
         "d0.js",
         "export const options = { vus: 2, duration: '0s' };\nexport default function () {}\n",
+    );
+    // `-i 0` is k6's configuration error too (it was a flag-parsing error, exit 2).
+    let o = volley()
+        .current_dir(&d)
+        .args(["run", "-q", "-i", "0", "nop.js"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(104), "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("the number of iterations (0) can't be less than the number of VUs (1)"),
+        "{}",
+        stderr(&o)
     );
     for args in [
         vec!["run", "-q", "-u", "2", "-d", "0s", "nop.js"],
