@@ -417,11 +417,21 @@ fn compress(b: &[u8]) -> Vec<u8> {
     e.finish().unwrap_or_default()
 }
 
+/// Inflate a stored result, no larger than a result file may be (a damaged or crafted row
+/// cannot inflate without limit).
 fn decompress(b: &[u8]) -> Result<Vec<u8>, String> {
+    let max = volley_metrics::result::MAX_FILE_BYTES;
     let mut out = Vec::new();
     flate2::read::ZlibDecoder::new(b)
+        .take(max + 1)
         .read_to_end(&mut out)
         .map_err(|e| format!("stored result is damaged: {e}"))?;
+    if out.len() as u64 > max {
+        return Err(format!(
+            "stored result inflates to more than {} MiB, the limit for result files",
+            max >> 20
+        ));
+    }
     Ok(out)
 }
 

@@ -53,14 +53,18 @@ pub fn encode(h: &Hist) -> String {
     base64::engine::general_purpose::STANDARD.encode(buf)
 }
 
-/// The histogram [`encode`] wrote, as it was written.
+/// The histogram [`encode`] wrote, as it was written (checked by
+/// [`crate::hist_check::checked_v2`] first, so a hostile file cannot make it allocate).
 fn deserialize(s: &str) -> Result<Hist, String> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(s.trim())
-        .map_err(|e| format!("histogram is not valid base64: {e}"))?;
+    let (v2, _) = crate::hist_check::checked_v2(s)?;
     Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
-        .map_err(|e| format!("histogram is not a valid HDR V2 encoding: {e:?}"))
+        .deserialize(&mut v2.as_slice())
+        .map_err(|e| format!("histogram is not a valid HDR V2 encoding: {e}"))
+}
+
+/// Check an encoded histogram without building it; returns how many samples it holds.
+pub fn check(s: &str) -> Result<u64, String> {
+    crate::hist_check::checked_v2(s).map(|(_, total)| total)
 }
 
 /// Decode what [`encode`] wrote into a trend histogram of Volley's bounds (the short form
