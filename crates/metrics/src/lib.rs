@@ -18,12 +18,14 @@
 //! - [`series`]: the per-interval time series, coarsened so its size stays bounded.
 //! - [`result`]: the run result file (serde), reading with validation and size limits (the
 //!   one reader every command uses), writing and exact merging.
+//! - [`output`]: the pre-run check that an output file can be written.
 //! - [`time`]: RFC 3339 timestamps without a date-time dependency.
 
 pub mod agg;
 pub mod aggregate;
 pub mod hist;
 pub mod hist_check;
+pub mod output;
 pub mod recorder;
 pub mod result;
 pub mod series;
