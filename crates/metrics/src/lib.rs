@@ -19,6 +19,7 @@
 //! - [`result`]: the run result file (serde), reading with validation and size limits (the
 //!   one reader every command uses), writing and exact merging.
 //! - [`output`]: the pre-run check that an output file can be written.
+//! - [`text`]: control characters escaped in names shown on a terminal.
 //! - [`time`]: RFC 3339 timestamps without a date-time dependency.
 
 pub mod agg;
@@ -29,6 +30,7 @@ pub mod output;
 pub mod recorder;
 pub mod result;
 pub mod series;
+pub mod text;
 pub mod time;
 
 pub use agg::{Agg, MetricKind, Unit};

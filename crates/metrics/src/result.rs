@@ -5,6 +5,7 @@ use crate::agg::{Agg, MetricKind, TrendAgg, Unit};
 use crate::hist;
 use crate::recorder::MetricDesc;
 use crate::series::Series;
+use crate::text::escape_control;
 use crate::{MetricKey, TagSet};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -421,7 +422,7 @@ impl RunResult {
             ));
         }
         for (i, t) in self.metrics.iter().enumerate() {
-            let at = || format!("metrics[{i}] ({})", t.name);
+            let at = || format!("metrics[{i}] ({})", escape_control(&t.name));
             match &t.value {
                 TotalValue::Counter { .. } => {}
                 TotalValue::Gauge { min, max, n, .. } => {
@@ -489,7 +490,7 @@ impl RunResult {
                     if trues > total {
                         return Err(format!(
                             "series.points[{i}].values[{j}] ({}): trues {trues} exceed total {total}",
-                            v.name
+                            escape_control(&v.name)
                         ));
                     }
                 }
@@ -532,13 +533,15 @@ impl RunResult {
         if self.meta.mode != other.meta.mode {
             return Err(MergeError(format!(
                 "cannot merge a '{}' run with a '{}' run",
-                self.meta.mode, other.meta.mode
+                escape_control(&self.meta.mode),
+                escape_control(&other.meta.mode)
             )));
         }
         if self.meta.name != other.meta.name {
             return Err(MergeError(format!(
                 "cannot merge results of different tests ('{}' and '{}')",
-                self.meta.name, other.meta.name
+                escape_control(&self.meta.name),
+                escape_control(&other.meta.name)
             )));
         }
         let mut by_key: BTreeMap<MetricKey, (Unit, Agg)> = BTreeMap::new();
@@ -549,7 +552,7 @@ impl RunResult {
                     if x.kind() != a.kind() {
                         return Err(MergeError(format!(
                             "metric {} is a {:?} in one file and a {:?} in the other",
-                            m.name,
+                            escape_control(&m.name),
                             x.kind(),
                             a.kind()
                         )));
