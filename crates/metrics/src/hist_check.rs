@@ -126,9 +126,14 @@ pub(crate) fn checked_v2(s: &str) -> Result<(Vec<u8>, u64), String> {
             inner.len() - V2_HEADER
         ));
     }
-    // Walk the payload as hdrhistogram will: zig-zag LEB128 varints, a count or (negative)
-    // a run of zero counts.
-    let mut p = &inner[V2_HEADER..];
+    let total = counts(&inner[V2_HEADER..], len, |_, _| {})?;
+    Ok((inner, total))
+}
+
+/// Walk a V2 payload as hdrhistogram does (zig-zag LEB128 varints: a count, or a negative
+/// run of zero counts), calling `f(index, count)` for each non-zero count; checks that the
+/// indexes stay within `len` and the total within [`MAX_TOTAL`], and returns the total.
+pub(crate) fn counts(mut p: &[u8], len: u64, mut f: impl FnMut(u64, u64)) -> Result<u64, String> {
     let (mut index, mut total) = (0u64, 0u64);
     while !p.is_empty() {
         let mut v = 0u64;
@@ -159,13 +164,28 @@ pub(crate) fn checked_v2(s: &str) -> Result<(Vec<u8>, u64), String> {
                 .ok_or_else(|| {
                     format!("histogram counts add up to more than 2^53 ({MAX_TOTAL})")
                 })?;
+            if n > 0 && index < len {
+                f(index, n as u64);
+            }
             index += 1;
         }
         if index > len {
             return Err("histogram holds more counts than its bounds allow".into());
         }
     }
-    Ok((inner, total))
+    Ok(total)
+}
+
+/// Whether a checked V2 encoding has Volley's own layout (lowest value 1, 3 significant
+/// digits), which [`crate::hist::decode_trend`] reads without building the HDR array.
+pub(crate) fn volley_layout(v2: &[u8]) -> bool {
+    be_u32(v2, 12) == crate::hist::SIGFIG as u32 && be_u64(v2, 16) == 1
+}
+
+/// The V2 payload (after the header) of a checked encoding, and its counts-array length.
+pub(crate) fn payload(v2: &[u8]) -> (&[u8], u64) {
+    let len = counts_len(be_u64(v2, 16), be_u64(v2, 24), be_u32(v2, 12));
+    (&v2[V2_HEADER..], len)
 }
 
 #[cfg(test)]
@@ -242,5 +262,36 @@ mod tests {
         let cut = base64::engine::general_purpose::STANDARD.encode(raw);
         assert!(crate::hist::check(&cut).unwrap_err().contains("truncated"));
         assert!(crate::hist::check(&good[..good.len() - 3]).is_err());
+    }
+
+    #[test]
+    fn decoding_allocates_for_the_counts_present_not_the_declared_bounds() {
+        // Volley's layout over half the u64 range (a 440 KiB counts array in hdrhistogram)
+        // holding two samples: 5 (slot 5) and 3000 (slot 2524: bucket 1, sub-bucket 1500),
+        // each after a run of zero counts.
+        let mut inner = v2_header(0, SIGFIG as u32, u64::MAX / 2);
+        let zz = |n: i64| ((n << 1) ^ (n >> 63)) as u64;
+        for n in [-5i64, 1, -(2048 + 476 - 6), 1] {
+            let mut v = zz(n);
+            while v >= 0x80 {
+                inner.push(v as u8 | 0x80);
+                v >>= 7;
+            }
+            inner.push(v as u8);
+        }
+        let plen = (inner.len() - V2_HEADER) as u32;
+        inner[4..8].copy_from_slice(&plen.to_be_bytes());
+        let t = crate::hist::decode_trend(&compressed(&inner)).unwrap();
+        assert_eq!(t.len(), 2);
+        assert!(t.heap_bytes() <= 64, "{}", t.heap_bytes());
+        assert_eq!(t.value_at_percentile(0.0), 5);
+        assert_eq!(
+            t.value_at_percentile(100.0),
+            crate::hist::highest_equivalent(3000)
+        );
+        // The same answers as hdrhistogram's own decoder.
+        let h = crate::hist::decode(&compressed(&inner)).unwrap();
+        assert_eq!(h.value_at_percentile(100.0), t.value_at_percentile(100.0));
+        assert_eq!(h.value_at_percentile(0.0), t.value_at_percentile(0.0));
     }
 }
