@@ -5,7 +5,7 @@
 use base64::Engine as _;
 
 /// Largest inflated V2 payload a histogram in a file may have. Volley's bounds need at most
-/// ~24,600 counts (≤ 9 bytes each, ~220 KiB); the limit leaves room for other HDR tools'
+/// 23,552 counts (≤ 9 bytes each, 207 KiB); the limit leaves room for other HDR tools'
 /// histograms while keeping a deflate bomb from costing more than this.
 pub const MAX_INFLATED: usize = 4 << 20;
 /// Largest counts array (entries) a decoded histogram's declared bounds may need: 8 MiB.
