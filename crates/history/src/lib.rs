@@ -453,6 +453,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_stored_result_inflating_past_the_file_limit_is_refused() {
+        // 257 MiB of spaces (valid JSON padding) in ~250 KiB: inflated whole before.
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        let chunk = vec![b' '; 1 << 20];
+        for _ in 0..257 {
+            z.write_all(&chunk).unwrap();
+        }
+        let bomb = z.finish().unwrap();
+        let e = decompress(&bomb).unwrap_err();
+        assert!(e.contains("256 MiB"), "{e}");
+        assert_eq!(decompress(&compress(b"{}")).unwrap(), b"{}");
+    }
+
+    #[test]
     fn locations() {
         assert_eq!(
             Location::parse(None),
