@@ -76,6 +76,23 @@ pub fn run(a: RunArgs) -> i32 {
             return INVALID_CONFIG;
         }
     };
+    let mut thresholds = Vec::new();
+    for t in &a.thresholds {
+        match split_threshold(t) {
+            Some(kv) => thresholds.push(kv),
+            None => {
+                return exit::usage(&format!(
+                    "--threshold '{t}': expected METRIC:EXPR, e.g. monitor_rss_bytes:slope<5MB/h, \
+                     monitor_rss_bytes{{target:api}}:max<2GB or http_req_duration:drift(p95)<10%"
+                ))
+            }
+        }
+    }
+    let monitor = match crate::monitor_cmd::plan(&a.monitor, a.monitor_interval) {
+        Err(e) => return exit::usage(&e),
+        Ok(Err(e)) => return exit::fail(&e),
+        Ok(Ok(p)) => p,
+    };
     // Every output written after the run must be writable before it starts.
     let mut files: Vec<(&str, &std::path::Path)> = [
         ("--save", &a.save),
@@ -94,23 +111,6 @@ pub fn run(a: RunArgs) -> i32 {
     if let Err(e) = volley_history::preflight::check(&files, a.history.as_deref()) {
         return exit::fail(&e);
     }
-    let mut thresholds = Vec::new();
-    for t in &a.thresholds {
-        match split_threshold(t) {
-            Some(kv) => thresholds.push(kv),
-            None => {
-                return exit::usage(&format!(
-                    "--threshold '{t}': expected METRIC:EXPR, e.g. monitor_rss_bytes:slope<5MB/h, \
-                     monitor_rss_bytes{{target:api}}:max<2GB or http_req_duration:drift(p95)<10%"
-                ))
-            }
-        }
-    }
-    let monitor = match crate::monitor_cmd::plan(&a.monitor, a.monitor_interval) {
-        Err(e) => return exit::usage(&e),
-        Ok(Err(e)) => return exit::fail(&e),
-        Ok(Ok(p)) => p,
-    };
     let env = volley_js::environment(&pairs, !a.no_system_env);
     let cli = CliOptions {
         vus: a.vus,
