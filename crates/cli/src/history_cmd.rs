@@ -105,8 +105,10 @@ fn ms(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), volley_engine::summary::ms)
 }
 
-/// The terminal table: one run a line, newest first.
+/// The terminal table: one run a line, newest first; names shown with control characters
+/// escaped (a stored test name cannot drive the terminal).
 fn render(runs: &[Record]) -> String {
+    use volley_metrics::text::escape_control as esc;
     if runs.is_empty() {
         return "no stored runs match\n".into();
     }
@@ -115,18 +117,16 @@ fn render(runs: &[Record]) -> String {
         .map(|r| {
             [
                 r.id.to_string(),
-                r.started_at
-                    .chars()
-                    .take(19)
-                    .collect::<String>()
-                    .replace('T', " "),
-                r.test.clone(),
-                r.mode.clone(),
-                r.git_rev.clone().unwrap_or_else(|| "-".into()),
+                esc(&r.started_at.chars().take(19).collect::<String>()).replace('T', " "),
+                esc(&r.test).into_owned(),
+                esc(&r.mode).into_owned(),
+                r.git_rev
+                    .as_deref()
+                    .map_or_else(|| "-".into(), |g| esc(g).into_owned()),
                 if r.labels.is_empty() {
                     "-".into()
                 } else {
-                    r.labels.join(",")
+                    esc(&r.labels.join(",")).into_owned()
                 },
                 r.requests.to_string(),
                 format!("{:.1}", r.rps),

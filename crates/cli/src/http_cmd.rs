@@ -23,6 +23,14 @@ pub fn run(a: HttpArgs) -> i32 {
             Ok(m) => m,
             Err(code) => return code,
         };
+    // Every output written after the run must be writable before it starts.
+    let files: Vec<(&str, &std::path::Path)> = [("--save", &a.save), ("--report", &a.report)]
+        .into_iter()
+        .filter_map(|(f, p)| Some((f, p.as_deref()?)))
+        .collect();
+    if let Err(e) = volley_history::preflight::check(&files, a.history.as_deref()) {
+        return exit::fail(&e);
+    }
     let ctl = RunControl::new();
     signals::install(ctl.clone());
     let live = !a.quiet && std::io::stderr().is_terminal();

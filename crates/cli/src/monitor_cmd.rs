@@ -291,6 +291,10 @@ pub fn run(a: MonitorArgs) -> i32 {
     if let Err(e) = volley_monitor::validate(&specs) {
         return exit::fail(&e);
     }
+    let save: Vec<(&str, &std::path::Path)> = a.save.iter().map(|p| ("--save", &**p)).collect();
+    if let Err(e) = volley_history::preflight::check(&save, None) {
+        return exit::fail(&e);
+    }
     let mut csv = match &a.csv {
         Some(p) => match std::fs::File::create(p) {
             Ok(f) => Some(Csv {

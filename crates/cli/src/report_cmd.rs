@@ -110,7 +110,8 @@ pub fn compare(a: CompareArgs) -> i32 {
     if base.meta.name != new.meta.name {
         eprintln!(
             "volley: note: comparing different tests ('{}' and '{}')",
-            base.meta.name, new.meta.name
+            volley_metrics::text::escape_control(&base.meta.name),
+            volley_metrics::text::escape_control(&new.meta.name)
         );
     }
     let opts = CompareOptions {

@@ -93,6 +93,24 @@ pub fn run(a: RunArgs) -> i32 {
         Ok(Err(e)) => return exit::fail(&e),
         Ok(Ok(p)) => p,
     };
+    // Every output written after the run must be writable before it starts.
+    let mut files: Vec<(&str, &std::path::Path)> = [
+        ("--save", &a.save),
+        ("--summary-export", &a.summary_export),
+        ("--report", &a.report),
+        ("--out", &out_json),
+    ]
+    .into_iter()
+    .filter_map(|(f, p)| Some((f, p.as_deref()?)))
+    .collect();
+    for o in &outputs {
+        if let volley_js::outputs::OutSpec::Csv(p) | volley_js::outputs::OutSpec::Junit(p) = o {
+            files.push(("--out", p));
+        }
+    }
+    if let Err(e) = volley_history::preflight::check(&files, a.history.as_deref()) {
+        return exit::fail(&e);
+    }
     let env = volley_js::environment(&pairs, !a.no_system_env);
     let cli = CliOptions {
         vus: a.vus,

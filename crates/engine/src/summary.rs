@@ -144,7 +144,10 @@ impl QuickSummary {
     }
 
     /// The terminal summary. `color` adds ANSI colours (only when stdout is a terminal).
+    /// The terminal summary. Names from the file (URL, status, error class) are shown with
+    /// control characters escaped: a crafted file cannot drive the terminal.
     pub fn render_text(&self, color: bool) -> String {
+        use volley_metrics::text::escape_control as esc;
         let (b, g, y, r, z) = if color {
             ("\x1b[1m", "\x1b[32m", "\x1b[33m", "\x1b[31m", "\x1b[0m")
         } else {
@@ -154,7 +157,7 @@ impl QuickSummary {
         let _ = writeln!(
             o,
             "{b}Summary{z}  {}{}",
-            self.url,
+            esc(&self.url),
             if self.interrupted {
                 "  (interrupted)"
             } else {
@@ -251,13 +254,13 @@ impl QuickSummary {
                     Some(b'4') => y,
                     _ => r,
                 };
-                let _ = writeln!(o, "  {c}[{code}]{z} {n} responses");
+                let _ = writeln!(o, "  {c}[{}]{z} {n} responses", esc(code));
             }
         }
         if !self.errors.is_empty() {
             let _ = writeln!(o, "\n{b}{r}Errors{z}");
             for (class, n) in &self.errors {
-                let _ = writeln!(o, "  {r}[{class}]{z} {n} requests");
+                let _ = writeln!(o, "  {r}[{}]{z} {n} requests", esc(class));
             }
         }
         o.push_str(&volley_monitor::summary::render_text(&self.monitor, b, z));

@@ -16,11 +16,14 @@
 //! - this file: [`Location`] (where the history lives), [`Record`] (one run's row),
 //!   [`History`] (append, list, find a baseline, load a run) and the SQL shared by both
 //!   backends.
+//! - [`preflight`]: the pre-run check of every output a run writes afterwards (files and the
+//!   history location), so an unwritable target fails before the load starts.
 //! - [`sqlite`]: the embedded backend (rusqlite, bundled SQLite).
 //! - [`pg`]: a small PostgreSQL client (simple-query protocol; trust, password and
 //!   SCRAM-SHA-256 logins) so PostgreSQL costs no async stack.
 
 pub mod pg;
+pub mod preflight;
 pub mod sqlite;
 
 use serde::Serialize;
@@ -417,11 +420,21 @@ fn compress(b: &[u8]) -> Vec<u8> {
     e.finish().unwrap_or_default()
 }
 
+/// Inflate a stored result, no larger than a result file may be (a damaged or crafted row
+/// cannot inflate without limit).
 fn decompress(b: &[u8]) -> Result<Vec<u8>, String> {
+    let max = volley_metrics::result::MAX_FILE_BYTES;
     let mut out = Vec::new();
     flate2::read::ZlibDecoder::new(b)
+        .take(max + 1)
         .read_to_end(&mut out)
         .map_err(|e| format!("stored result is damaged: {e}"))?;
+    if out.len() as u64 > max {
+        return Err(format!(
+            "stored result inflates to more than {} MiB, the limit for result files",
+            max >> 20
+        ));
+    }
     Ok(out)
 }
 
@@ -438,6 +451,20 @@ pub(crate) fn ensure_parent(p: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stored_result_inflating_past_the_file_limit_is_refused() {
+        // 257 MiB of spaces (valid JSON padding) in ~250 KiB: inflated whole before.
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        let chunk = vec![b' '; 1 << 20];
+        for _ in 0..257 {
+            z.write_all(&chunk).unwrap();
+        }
+        let bomb = z.finish().unwrap();
+        let e = decompress(&bomb).unwrap_err();
+        assert!(e.contains("256 MiB"), "{e}");
+        assert_eq!(decompress(&compress(b"{}")).unwrap(), b"{}");
+    }
 
     #[test]
     fn locations() {

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 use volley_metrics::agg::TrendAgg;
+use volley_metrics::text::escape_control as esc;
 use volley_metrics::{Agg, MetricKind, RunResult, Unit};
 
 /// One metric (or sub-metric) merged over its tag sets.
@@ -305,7 +306,9 @@ impl Summary {
         }
     }
 
-    /// Text in k6's layout (without colours).
+    /// Text in k6's layout (without colours). Names (metrics, tags, checks, groups, scenarios)
+    /// are shown with control characters escaped: a crafted file or script cannot drive the
+    /// terminal.
     pub fn render_text(&self) -> String {
         let mut out = String::from("\n");
         self.render_group("", 1, &mut out);
@@ -313,8 +316,11 @@ impl Summary {
         let names = self.ordered();
         let display = |k: &str| -> (usize, String) {
             match k.find('{') {
-                Some(i) => (2, format!("{{ {} }}", &k[i + 1..k.len().saturating_sub(1)])),
-                None => (0, k.to_string()),
+                Some(i) => (
+                    2,
+                    format!("{{ {} }}", esc(&k[i + 1..k.len().saturating_sub(1)])),
+                ),
+                None => (0, esc(k).into_owned()),
             }
         };
         let width = names
@@ -444,14 +450,16 @@ impl Summary {
         let width = self
             .scenarios
             .iter()
-            .map(|s| s.name.len())
+            .map(|s| esc(&s.name).len())
             .max()
             .unwrap_or(0);
         out.push_str("\n     █ SCENARIOS\n\n");
         for sc in &self.scenarios {
             let mut line = format!(
                 "     {:<width$}  iterations={} interrupted={}",
-                sc.name, sc.iterations, sc.interrupted
+                esc(&sc.name),
+                sc.iterations,
+                sc.interrupted
             );
             if sc.dropped > 0 {
                 line.push_str(&format!(" dropped={}", sc.dropped));
@@ -479,6 +487,7 @@ impl Summary {
         let indent = "  ".repeat(depth + 1) + " ";
         if let Some(cs) = self.checks.get(path) {
             for (name, (p, f)) in cs {
+                let name = esc(name);
                 if *f == 0 {
                     out.push_str(&format!("{indent}✓ {name}\n"));
                 } else {
@@ -495,7 +504,7 @@ impl Summary {
             if rest.contains("::") || (path.is_empty() && g.is_empty()) {
                 continue;
             }
-            out.push_str(&format!("\n{indent}█ {rest}\n\n"));
+            out.push_str(&format!("\n{indent}█ {}\n\n", esc(rest)));
             self.render_group(g, depth + 1, out);
         }
     }

@@ -53,20 +53,52 @@ pub fn encode(h: &Hist) -> String {
     base64::engine::general_purpose::STANDARD.encode(buf)
 }
 
-/// The histogram [`encode`] wrote, as it was written.
+/// The histogram [`encode`] wrote, as it was written (checked by
+/// [`crate::hist_check::checked_v2`] first, so a hostile file cannot make it allocate).
 fn deserialize(s: &str) -> Result<Hist, String> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(s.trim())
-        .map_err(|e| format!("histogram is not valid base64: {e}"))?;
+    let (v2, _) = crate::hist_check::checked_v2(s)?;
     Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
-        .map_err(|e| format!("histogram is not a valid HDR V2 encoding: {e:?}"))
+        .deserialize(&mut v2.as_slice())
+        .map_err(|e| format!("histogram is not a valid HDR V2 encoding: {e}"))
+}
+
+/// Check an encoded histogram without building it; returns how many samples it holds.
+pub fn check(s: &str) -> Result<u64, String> {
+    crate::hist_check::checked_v2(s).map(|(_, total)| total)
 }
 
 /// Decode what [`encode`] wrote into a trend histogram of Volley's bounds (the short form
 /// when it holds few distinct values, as most per-URL series do).
+///
+/// Volley's own layout (lowest value 1, 3 digits) is read straight into the trend
+/// histogram: memory follows the counts present, not the array the header's bounds declare.
 pub fn decode_trend(s: &str) -> Result<TrendHist, String> {
-    Ok(TrendHist::from_hist(&deserialize(s)?))
+    let (v2, _) = crate::hist_check::checked_v2(s)?;
+    if !crate::hist_check::volley_layout(&v2) {
+        let h = Deserializer::new()
+            .deserialize(&mut v2.as_slice())
+            .map_err(|e| format!("histogram is not a valid HDR V2 encoding: {e}"))?;
+        return Ok(TrendHist::from_hist(&h));
+    }
+    let (payload, len) = crate::hist_check::payload(&v2);
+    let mut t = TrendHist::new();
+    crate::hist_check::counts(payload, len, |i, n| t.record_n(value_for_index(i), n))?;
+    Ok(t)
+}
+
+/// The lowest value of counts-array slot `i` in Volley's layout (hdrhistogram's
+/// `value_for`: 1024 half sub-buckets; slots past one hour saturate, as recording does).
+fn value_for_index(i: u64) -> u64 {
+    const HALF: u64 = 1024; // half of the 2048 sub-buckets
+    let half = HALF;
+    let (bucket, sub) = match (i / half).checked_sub(1) {
+        None => (0, i % half),
+        Some(b) => (b, i % half + half),
+    };
+    if bucket >= 32 {
+        return HIGHEST;
+    }
+    (sub << bucket).min(HIGHEST)
 }
 
 /// Decode what [`encode`] wrote, resized into Volley's bounds so histograms from files merge.

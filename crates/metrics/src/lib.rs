@@ -11,19 +11,26 @@
 //!   compressed base64 encoding, and [`hist::TrendHist`], a trend's histogram that stays a
 //!   short list while it has few distinct values (a series per URL costs bytes, not an HDR
 //!   array).
+//! - [`hist_check`]: bounds a file's encoded histogram (sizes, bounds, counts) before decoding.
 //! - [`agg`]: the four metric kinds (counter, gauge, rate, trend) as mergeable aggregates.
 //! - [`recorder`]: per-worker, lock-free recording through pre-resolved handles.
 //! - [`aggregate`]: merges worker snapshots into totals and the per-second series.
 //! - [`series`]: the per-interval time series, coarsened so its size stays bounded.
-//! - [`result`]: the run result file (serde), reading, writing and exact merging.
+//! - [`result`]: the run result file (serde), reading with validation and size limits (the
+//!   one reader every command uses), writing and exact merging.
+//! - [`output`]: the pre-run check that an output file can be written.
+//! - [`text`]: control characters escaped in names shown on a terminal.
 //! - [`time`]: RFC 3339 timestamps without a date-time dependency.
 
 pub mod agg;
 pub mod aggregate;
 pub mod hist;
+pub mod hist_check;
+pub mod output;
 pub mod recorder;
 pub mod result;
 pub mod series;
+pub mod text;
 pub mod time;
 
 pub use agg::{Agg, MetricKind, Unit};

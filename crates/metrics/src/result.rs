@@ -5,6 +5,7 @@ use crate::agg::{Agg, MetricKind, TrendAgg, Unit};
 use crate::hist;
 use crate::recorder::MetricDesc;
 use crate::series::Series;
+use crate::text::escape_control;
 use crate::{MetricKey, TagSet};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -13,6 +14,82 @@ use std::path::Path;
 
 pub const FORMAT: &str = "volley-result";
 pub const VERSION: u32 = 1;
+
+/// Largest result file Volley reads (256 MiB; docs/result-file.md). Parsing costs a few times
+/// the file's size; files of bounded series stay far below (a 5-minute run of a million
+/// distinct URLs writes under 5 MB).
+pub const MAX_FILE_BYTES: u64 = 256 << 20;
+/// Widest series bucket a file may state (about 136 years in seconds): doubling stays in range.
+const MAX_BUCKET_S: u64 = 1 << 32;
+/// Most series points a file may ask a merge to keep.
+const MAX_POINTS: usize = 1 << 24;
+/// Appended to every error about a result file's content.
+const HINT: &str =
+    "the file is damaged, truncated or not written by Volley; write a new one with --save";
+
+/// `line L, column C: message` from a serde_json error (its text without the trailing
+/// location, which it prints in another form).
+fn located(e: &serde_json::Error) -> String {
+    let msg = e.to_string();
+    let msg = msg
+        .rsplit_once(" at line ")
+        .map_or(msg.as_str(), |(m, _)| m);
+    format!("line {}, column {}: {msg}", e.line(), e.column())
+}
+
+/// A result file's text, read with a size limit: directories, oversized files and data that
+/// does not start like a JSON object are refused before being read whole.
+pub fn read_text(path: &Path) -> Result<String, String> {
+    use std::io::Read as _;
+    let name = path.display();
+    let meta = std::fs::metadata(path).map_err(|e| format!("{name}: {e}"))?;
+    if meta.is_dir() {
+        return Err(format!(
+            "{name}: is a directory, not a result file\n  hint: give the .json file --save wrote"
+        ));
+    }
+    let too_big = || {
+        format!(
+            "{name}: larger than {} MiB, the limit for result files (docs/result-file.md)\n  hint: {HINT}",
+            MAX_FILE_BYTES >> 20
+        )
+    };
+    if meta.is_file() && meta.len() > MAX_FILE_BYTES {
+        return Err(too_big());
+    }
+    let mut f = std::fs::File::open(path).map_err(|e| format!("{name}: {e}"))?;
+    let mut buf = Vec::new();
+    // Devices and pipes have no length: look at the start before reading on.
+    let mut head = [0u8; 4096];
+    let n = f.read(&mut head).map_err(|e| format!("{name}: {e}"))?;
+    buf.extend_from_slice(&head[..n]);
+    let first = buf
+        .iter()
+        .position(|b| !b" \t\r\n".contains(b))
+        .map(|i| buf[i]);
+    match first {
+        Some(b'{') => {}
+        None if n == 0 => return Err(format!("{name}: the file is empty\n  hint: {HINT}")),
+        _ => {
+            return Err(format!(
+                "{name}: not a Volley result file (it does not start with '{{')\n  hint: {HINT}"
+            ))
+        }
+    }
+    (&mut f)
+        .take(MAX_FILE_BYTES + 1 - n as u64)
+        .read_to_end(&mut buf)
+        .map_err(|e| format!("{name}: {e}"))?;
+    if buf.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_big());
+    }
+    String::from_utf8(buf).map_err(|e| {
+        format!(
+            "{name}: not UTF-8 text (invalid byte at offset {})\n  hint: {HINT}",
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunResult {
@@ -288,17 +365,24 @@ impl RunResult {
             .sum()
     }
 
-    /// Parse a result file's text; errors name the line and column.
+    /// Parse and [validate](RunResult::validate) a result file's text: the one entry point
+    /// every reader goes through (`summary`, `report`, `compare`, stored history runs, merge).
+    /// Errors name the line and column or the JSON path, and end with a hint.
     pub fn from_json(text: &str) -> Result<RunResult, String> {
-        // Check the envelope first so a wrong file gets a useful message.
-        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-            format!(
-                "not valid JSON at line {}, column {}: {e}",
-                e.line(),
-                e.column()
-            )
-        })?;
-        match v.get("format").and_then(|f| f.as_str()) {
+        Self::parse(text).map_err(|e| format!("{e}\n  hint: {HINT}"))
+    }
+
+    fn parse(text: &str) -> Result<RunResult, String> {
+        // Check the envelope first so a wrong file gets a useful message; only these two
+        // fields are materialised (the rest is skipped, not built as a JSON tree).
+        #[derive(Deserialize)]
+        struct Envelope {
+            format: Option<serde_json::Value>,
+            version: Option<serde_json::Value>,
+        }
+        let env: Envelope =
+            serde_json::from_str(text).map_err(|e| format!("not valid JSON at {}", located(&e)))?;
+        match env.format.as_ref().and_then(|f| f.as_str()) {
             Some(FORMAT) => {}
             _ => {
                 return Err(format!(
@@ -306,19 +390,120 @@ impl RunResult {
                 ))
             }
         }
-        match v.get("version").and_then(|f| f.as_u64()) {
+        match env.version.as_ref().and_then(|f| f.as_u64()) {
             Some(x) if x == VERSION as u64 => {}
-            other => {
+            Some(x) => {
                 return Err(format!(
-                    "result file version {other:?} is not supported by this Volley (reads version {VERSION})"
+                "result file version {x} is not supported by this Volley (reads version {VERSION})"
+            ))
+            }
+            None => {
+                return Err(format!(
+                    "result file has no numeric \"version\" (this Volley reads version {VERSION})"
                 ))
             }
         }
-        serde_json::from_value(v).map_err(|e| format!("invalid result file: {e}"))
+        let r: RunResult = serde_json::from_str(text)
+            .map_err(|e| format!("invalid result file at {}", located(&e)))?;
+        r.validate()
+            .map_err(|e| format!("invalid result file: {e}"))?;
+        Ok(r)
     }
 
+    /// What serde cannot check: histograms that decode within bounds and hold the count the
+    /// file states, minima not above maxima, rates with no more trues than samples, series
+    /// widths a merge can work with. Errors start with the JSON path of the bad value.
+    pub fn validate(&self) -> Result<(), String> {
+        let m = &self.meta;
+        if !(m.duration_s.is_finite() && m.duration_s >= 0.0) {
+            return Err(format!(
+                "meta.duration_s: {} is not a duration in seconds",
+                m.duration_s
+            ));
+        }
+        for (i, t) in self.metrics.iter().enumerate() {
+            let at = || format!("metrics[{i}] ({})", escape_control(&t.name));
+            match &t.value {
+                TotalValue::Counter { .. } => {}
+                TotalValue::Gauge { min, max, n, .. } => {
+                    if *n > 0 && min > max {
+                        return Err(format!("{}: min {min} is above max {max}", at()));
+                    }
+                }
+                TotalValue::Rate { trues, total } => {
+                    if trues > total {
+                        return Err(format!("{}: trues {trues} exceed total {total}", at()));
+                    }
+                }
+                TotalValue::Trend {
+                    count,
+                    min,
+                    max,
+                    hist: h,
+                    ..
+                } => {
+                    let held = hist::check(h).map_err(|e| format!("{}.hist: {e}", at()))?;
+                    if held != *count {
+                        return Err(format!(
+                            "{}: count is {count} but the histogram holds {held} samples",
+                            at()
+                        ));
+                    }
+                    if *count > 0 && min > max {
+                        return Err(format!("{}: min {min} is above max {max}", at()));
+                    }
+                }
+            }
+        }
+        let s = &self.series;
+        if s.interval_s == 0 || s.interval_s > MAX_BUCKET_S {
+            return Err(format!(
+                "series.interval_s: {} is out of range",
+                s.interval_s
+            ));
+        }
+        if s.bucket_s < s.interval_s
+            || s.bucket_s > MAX_BUCKET_S
+            || !s.bucket_s.is_multiple_of(s.interval_s)
+            || !(s.bucket_s / s.interval_s).is_power_of_two()
+        {
+            return Err(format!(
+                "series.bucket_s: {} is not a power-of-two multiple of interval_s ({})",
+                s.bucket_s, s.interval_s
+            ));
+        }
+        if s.max_points < 2 || s.max_points > MAX_POINTS {
+            return Err(format!(
+                "series.max_points: {} is outside 2..={MAX_POINTS}",
+                s.max_points
+            ));
+        }
+        for (i, p) in s.points.iter().enumerate() {
+            if p.w == 0 || p.w > MAX_BUCKET_S || p.t > u64::MAX / 4 {
+                return Err(format!(
+                    "series.points[{i}]: bad interval t={} w={}",
+                    p.t, p.w
+                ));
+            }
+            for (j, v) in p.values.iter().enumerate() {
+                if let crate::series::Stat::Rate { trues, total } = v.stat {
+                    if trues > total {
+                        return Err(format!(
+                            "series.points[{i}].values[{j}] ({}): trues {trues} exceed total {total}",
+                            escape_control(&v.name)
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Read and validate a result file (see [`RunResult::from_json`]). Refuses directories,
+    /// files over [`MAX_FILE_BYTES`] and streams that do not start like JSON (`/dev/zero`)
+    /// before reading them whole; errors start with the file name.
     pub fn read(path: &Path) -> Result<RunResult, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = read_text(path)?;
         Self::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
@@ -348,13 +533,15 @@ impl RunResult {
         if self.meta.mode != other.meta.mode {
             return Err(MergeError(format!(
                 "cannot merge a '{}' run with a '{}' run",
-                self.meta.mode, other.meta.mode
+                escape_control(&self.meta.mode),
+                escape_control(&other.meta.mode)
             )));
         }
         if self.meta.name != other.meta.name {
             return Err(MergeError(format!(
                 "cannot merge results of different tests ('{}' and '{}')",
-                self.meta.name, other.meta.name
+                escape_control(&self.meta.name),
+                escape_control(&other.meta.name)
             )));
         }
         let mut by_key: BTreeMap<MetricKey, (Unit, Agg)> = BTreeMap::new();
@@ -365,7 +552,7 @@ impl RunResult {
                     if x.kind() != a.kind() {
                         return Err(MergeError(format!(
                             "metric {} is a {:?} in one file and a {:?} in the other",
-                            m.name,
+                            escape_control(&m.name),
                             x.kind(),
                             a.kind()
                         )));

@@ -125,6 +125,7 @@ pub fn render_text(targets: &BTreeMap<String, TargetSummary>, bold: &str, reset:
     let _ = writeln!(o, "\n{bold}Target{reset}");
     let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".to_string(), f);
     for (name, t) in targets {
+        let name = volley_metrics::text::escape_control(name);
         let _ = write!(o, "  {name}:");
         if t.memory_metric.is_some() {
             let label = if t.memory_metric.as_deref() == Some("monitor_rss_bytes") {

@@ -13,6 +13,7 @@ use crate::view::{self, Figure, Sel};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
+use volley_metrics::text::escape_control as esc;
 use volley_metrics::{Agg, RunResult, TagSet, Unit};
 
 /// Fewer intervals than this per side cannot show significance at alpha 0.05 (the exact
@@ -486,7 +487,7 @@ impl Comparison {
             .iter()
             .map(|r| {
                 [
-                    r.label(),
+                    esc(&r.label()).into_owned(),
                     r.figure.name().to_string(),
                     r.figure.format(r.unit, r.base),
                     r.figure.format(r.unit, r.new),
@@ -508,14 +509,18 @@ impl Comparison {
         )
     }
 
-    /// The terminal table. `color` adds ANSI colours to verdicts.
+    /// The terminal table. `color` adds ANSI colours to verdicts; names from the files are
+    /// shown with control characters escaped.
     pub fn render_text(&self, color: bool) -> String {
         let mut o = String::new();
         for (side, info) in [("base", &self.base), ("new ", &self.new)] {
             let _ = writeln!(
                 o,
                 "{side}  {}  {}  ({:.1}s, started {})",
-                info.label, info.name, info.duration_s, info.started_at
+                esc(&info.label),
+                esc(&info.name),
+                info.duration_s,
+                esc(&info.started_at)
             );
         }
         o.push('\n');
@@ -570,7 +575,7 @@ impl Comparison {
             .rows
             .iter()
             .filter(|r| r.note.is_some())
-            .map(|r| format!("{} {}", r.label(), r.figure.name()))
+            .map(|r| format!("{} {}", esc(&r.label()), r.figure.name()))
             .collect();
         if !short.is_empty() {
             let _ = writeln!(
@@ -666,7 +671,7 @@ fn fail_line(c: &FailCheck) -> String {
 
 /// Escape text for a Markdown table cell (pipes, and HTML, which GitHub would interpret).
 fn md(s: &str) -> String {
-    crate::fmt::esc(s)
+    crate::fmt::esc(&esc(s))
         .replace('|', "\\|")
         .replace('`', "\\`")
         .replace('\n', " ")

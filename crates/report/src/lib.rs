@@ -37,10 +37,10 @@ pub struct Labeled<'a> {
 
 use volley_metrics::RunResult;
 
-/// Read a result file plus its raw JSON (kept for optional sections such as thresholds).
+/// Read a result file (validated by [`RunResult::read`], the same reader as `summary` and
+/// `compare`) plus the raw JSON of the sections the HTML report reads tolerantly (thresholds).
 pub fn read(path: &std::path::Path) -> Result<(RunResult, serde_json::Value), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let run = RunResult::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    let raw = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+    let run = RunResult::read(path)?;
+    let raw = serde_json::json!({ "thresholds": run.thresholds });
     Ok((run, raw))
 }
