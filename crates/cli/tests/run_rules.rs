@@ -488,3 +488,49 @@ export function handleSummary(d) {
         );
     }
 }
+
+/// Regression (#15 item 7): a request that got no response said `res.proto` "HTTP/1.1" and
+/// tagged its samples `proto=HTTP/1.1`; k6 v1.8.1 gives "" and no `proto` tag (checked with
+/// `k6 run --out json` against a closed port).
+#[test]
+fn failed_request_has_no_proto() {
+    let port = common::closed_port();
+    let d = common::scratch("proto-none");
+    write(
+        &d,
+        "f.js",
+        r#"import http from 'k6/http';
+import { check } from 'k6';
+export const options = { iterations: 1 };
+export default function () {
+  check(http.get(__ENV.URL), { 'proto empty': (r) => r.proto === '' && r.status === 0 });
+}
+"#,
+    );
+    let out = d.join("out.json");
+    let o = volley()
+        .args(["run", "-q", "-e"])
+        .arg(format!("URL=http://127.0.0.1:{port}/"))
+        .arg("--out")
+        .arg(format!("json={}", out.display()))
+        .arg(d.join("f.js"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let point = |name: &str| {
+        lines
+            .iter()
+            .find(|v| v["type"] == "Point" && v["metric"] == name)
+            .unwrap_or_else(|| panic!("no {name} point in {text}"))
+            .clone()
+    };
+    let reqs = point("http_reqs");
+    assert_eq!(reqs["data"]["tags"]["status"], "0", "{reqs}");
+    assert!(reqs["data"]["tags"].get("proto").is_none(), "{reqs}");
+    assert_eq!(point("checks")["data"]["value"], 1.0, "{text}");
+}

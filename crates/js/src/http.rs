@@ -145,11 +145,11 @@ impl Prepared {
         status: u16,
         expected: bool,
         err: u32,
-        proto: &'static str,
+        proto: Option<&'static str>,
     ) -> HttpHandles {
         // VU tags set by the script (k6/execution) can change at any time: no caching then;
         // nor for the rare HTTP/1.0 response (the cache key has no protocol).
-        let cacheable = st.ext.tags.borrow().is_empty() && proto == HTTP11;
+        let cacheable = st.ext.tags.borrow().is_empty() && proto != Some(HTTP10);
         if let Some(s) = self
             .series
             .iter()
@@ -167,7 +167,10 @@ impl Prepared {
                 .clone()
                 .unwrap_or_else(|| self.shown_url.to_string()),
         );
-        t.insert("proto".into(), proto.into());
+        // No response, no version: k6 leaves the tag out of a failed request's samples.
+        if let Some(p) = proto {
+            t.insert("proto".into(), p.into());
+        }
         for (k, v) in &self.user_tags {
             t.insert(k.clone(), v.clone());
         }
@@ -932,10 +935,11 @@ fn finish_hop<'js>(
     };
     let expected = spec.extras.expected(st, status);
     let code = err.map_or(0, error_code);
-    // The response's own version (k6's `res.proto` and `proto` tag); HTTP/1.1 without one.
+    // The response's own version (k6's `res.proto` and `proto` tag; "" and no tag on error).
     let version = match &ex.result {
-        Ok(r) if r.version_minor == 0 => HTTP10,
-        _ => HTTP11,
+        Ok(r) if r.version_minor == 0 => Some(HTTP10),
+        Ok(_) => Some(HTTP11),
+        Err(_) => None,
     };
     let connect = ex.connect.unwrap_or_default();
     let timings = ex.result.as_ref().map(|r| r.timings).unwrap_or_default();
@@ -1072,10 +1076,10 @@ fn finish_hop<'js>(
             Value::new_int(ctx.clone(), error_code(&e) as i32),
         ),
     };
-    let version = if version == HTTP11 {
-        f.http11.clone()
-    } else {
-        rquickjs::String::from_str(ctx.clone(), version)?.into_value()
+    let version = match version {
+        Some(HTTP11) => f.http11.clone(),
+        Some(v) => rquickjs::String::from_str(ctx.clone(), v)?.into_value(),
+        None => f.empty.clone(),
     };
     f.fill(
         ctx,
