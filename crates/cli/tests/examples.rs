@@ -126,12 +126,22 @@ fn bounded(mut cmd: Command, dir: &Path) -> (ExitStatus, String, String, Duratio
     )
 }
 
+/// A fresh directory under `base` for one run of `script` (its stdout, stderr and export).
+/// Numbered per run: two tests running the same script at once (`search` and
+/// `unknown_profile_is_refused` both run search.js, and only one of them is serial) once
+/// shared `base/search`, and one wiped the other's files mid-run.
+fn run_dir(base: &Path, script: &str) -> PathBuf {
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = base.join(format!("{}-{n}", script.trim_end_matches(".js")));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// `volley run examples/SCRIPT -e BASE_URL=... -e PROFILE=smoke [extra] --summary-export F -q`.
 fn run_example(script: &str, extra: &[&str]) -> Ran {
     let d = demo();
-    let dir = d.dir.join(script.trim_end_matches(".js"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = run_dir(&d.dir, script);
     let export = dir.join("summary.json");
     let mut cmd = volley();
     cmd.arg("run")
@@ -370,6 +380,19 @@ fn soak_mixed() {
     let _serial = exclusive();
     let r = smoke("soak-mixed.js", &[]);
     assert!(r.metric("bytes_downloaded")["count"].as_f64().unwrap() > 0.0);
+}
+
+/// Regression: `unknown_profile_is_refused` failed with an empty stderr when `search` ran at
+/// the same time (same scratch folder, one test deleting the other's output files).
+#[test]
+fn runs_of_the_same_script_get_their_own_dir() {
+    let base = scratch("examples-run-dirs");
+    let (a, b) = (run_dir(&base, "search.js"), run_dir(&base, "search.js"));
+    assert_ne!(a, b);
+    std::fs::write(a.join("stderr"), "a").unwrap();
+    let _ = run_dir(&base, "search.js");
+    assert_eq!(std::fs::read_to_string(a.join("stderr")).unwrap(), "a");
+    let _ = std::fs::remove_dir_all(&base);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `volley run` behaving as k6 decides (issue #13, sections 5 and 6): module paths relative to
 //! the importing module, `handleSummary` outputs, setup/teardown groups, zero durations, and
-//! the per-response body cap.
+//! the per-response body cap; and (issue #15 item 7) `res.proto` of HTTP/1.0 responses and the
+//! zero `data_sent`/`data_received` of a run without requests.
 
 mod common;
 
@@ -404,4 +405,132 @@ export default function () { http.get(__ENV.URL); }
     assert!(took < std::time::Duration::from_secs(15), "took {took:?}");
     let all = format!("{}{}", stdout(&o), stderr(&o));
     assert!(all.contains("0 complete, 1 interrupted"), "{all}");
+}
+
+/// A server that answers every request with an HTTP/1.0 response and closes.
+fn http10(mut s: std::net::TcpStream) {
+    use std::io::Write;
+    if common::read_head(&mut s) {
+        let _ = s.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    }
+}
+
+/// Regression (#15 item 7): `res.proto` and the `proto` tag said HTTP/1.1 for an HTTP/1.0
+/// response; k6 reports the version the response came with.
+#[test]
+fn http10_response_reports_proto_http10() {
+    let port = common::raw_server(4, std::time::Duration::from_secs(30), http10);
+    let d = common::scratch("proto-http10");
+    write(
+        &d,
+        "p.js",
+        r#"import http from 'k6/http';
+import { check } from 'k6';
+export const options = { iterations: 2, thresholds: { 'http_reqs{proto:HTTP/1.0}': ['count>0'] } };
+export default function () {
+  const r = http.get(__ENV.URL);
+  check(r, { 'body ok': (r) => r.body === 'ok', 'proto 1.0': (r) => r.proto === 'HTTP/1.0' });
+}
+export function handleSummary(d) {
+  return { stdout: JSON.stringify({ checks: d.metrics.checks.values,
+    tagged: d.metrics['http_reqs{proto:HTTP/1.0}'].values }) };
+}
+"#,
+    );
+    let o = volley()
+        .args(["run", "-q", "-e"])
+        .arg(format!("URL=http://127.0.0.1:{port}/"))
+        .arg(d.join("p.js"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("summary JSON");
+    assert_eq!(v["checks"]["passes"], 4, "{v}");
+    assert_eq!(v["checks"]["fails"], 0, "{v}");
+    assert_eq!(v["tagged"]["count"], 2, "{v}");
+}
+
+/// Regression (#15 item 7): without an HTTP request `data_sent`/`data_received` were missing
+/// from handleSummary's data and `--summary-export`; k6 always has them, with zero values
+/// (`{"type":"counter","contains":"data","values":{"count":0,"rate":0}}` from k6 v1.8.1).
+#[test]
+fn data_sent_and_received_are_reported_without_requests() {
+    let d = common::scratch("no-data");
+    write(
+        &d,
+        "n.js",
+        r#"export const options = { iterations: 2 };
+export default function () {}
+export function handleSummary(d) {
+  return { stdout: JSON.stringify({ sent: d.metrics.data_sent, received: d.metrics.data_received }) };
+}
+"#,
+    );
+    let export = d.join("export.json");
+    let o = volley()
+        .args(["run", "-q", "--summary-export"])
+        .arg(&export)
+        .arg(d.join("n.js"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("summary JSON");
+    let zero = serde_json::json!({"type": "counter", "contains": "data",
+                                  "values": {"count": 0, "rate": 0}});
+    assert_eq!(v["sent"], zero, "{v}");
+    assert_eq!(v["received"], zero, "{v}");
+    let e: serde_json::Value = serde_json::from_slice(&std::fs::read(&export).unwrap()).unwrap();
+    for m in ["data_sent", "data_received"] {
+        assert_eq!(
+            e["metrics"][m],
+            serde_json::json!({"count": 0, "rate": 0}),
+            "{e}"
+        );
+    }
+}
+
+/// Regression (#15 item 7): a request that got no response said `res.proto` "HTTP/1.1" and
+/// tagged its samples `proto=HTTP/1.1`; k6 v1.8.1 gives "" and no `proto` tag (checked with
+/// `k6 run --out json` against a closed port).
+#[test]
+fn failed_request_has_no_proto() {
+    let port = common::closed_port();
+    let d = common::scratch("proto-none");
+    write(
+        &d,
+        "f.js",
+        r#"import http from 'k6/http';
+import { check } from 'k6';
+export const options = { iterations: 1 };
+export default function () {
+  check(http.get(__ENV.URL), { 'proto empty': (r) => r.proto === '' && r.status === 0 });
+}
+"#,
+    );
+    let out = d.join("out.json");
+    let o = volley()
+        .args(["run", "-q", "-e"])
+        .arg(format!("URL=http://127.0.0.1:{port}/"))
+        .arg("--out")
+        .arg(format!("json={}", out.display()))
+        .arg(d.join("f.js"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let point = |name: &str| {
+        lines
+            .iter()
+            .find(|v| v["type"] == "Point" && v["metric"] == name)
+            .unwrap_or_else(|| panic!("no {name} point in {text}"))
+            .clone()
+    };
+    let reqs = point("http_reqs");
+    assert_eq!(reqs["data"]["tags"]["status"], "0", "{reqs}");
+    assert!(reqs["data"]["tags"].get("proto").is_none(), "{reqs}");
+    assert_eq!(point("checks")["data"]["value"], 1.0, "{text}");
 }

@@ -12,6 +12,11 @@ pub struct RateSchedule {
     start_rate: f64,
     /// (target rate at the end of the stage, stage length in seconds)
     stages: Vec<(f64, f64)>,
+    /// k6's ramping-arrival-rate counts from one: arrival k (0-based) is due where the
+    /// integral reaches k + 1, and the one due exactly at the end still starts, so a schedule
+    /// whose integral is 34.5 runs 34 iterations, not 35 (lib/executor/ramping_arrival_rate.go).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    from_one: bool,
 }
 
 impl RateSchedule {
@@ -20,13 +25,32 @@ impl RateSchedule {
         RateSchedule {
             start_rate: rate,
             stages: Vec::new(),
+            from_one: false,
         }
     }
 
     /// From a start rate and (target rate, stage length in seconds) ramps (arrival-rate
     /// executors).
     pub fn new(start_rate: f64, stages: Vec<(f64, f64)>) -> RateSchedule {
-        RateSchedule { start_rate, stages }
+        RateSchedule {
+            start_rate,
+            stages,
+            from_one: false,
+        }
+    }
+
+    /// As [`RateSchedule::new`], with k6's ramping-arrival-rate counting: the first arrival is
+    /// where the integral reaches 1 (not at t = 0) and one due exactly at the end still runs.
+    pub fn counted_from_one(start_rate: f64, stages: Vec<(f64, f64)>) -> RateSchedule {
+        RateSchedule {
+            from_one: true,
+            ..RateSchedule::new(start_rate, stages)
+        }
+    }
+
+    /// Whether an arrival due exactly at the schedule's end is still started.
+    pub fn starts_at_end(&self) -> bool {
+        self.from_one
     }
 
     /// `100:10s,2000:30s,0:10s`: ramp linearly from `start_rate` to each target over each
@@ -52,7 +76,7 @@ impl RateSchedule {
         if stages.is_empty() {
             return Err("--rate-stages is empty: give e.g. 100:10s,2000:30s,0:10s".into());
         }
-        Ok(RateSchedule { start_rate, stages })
+        Ok(RateSchedule::new(start_rate, stages))
     }
 
     /// The mean rate it asks for (the constant rate, or arrivals / length for stages).
@@ -90,6 +114,16 @@ impl RateSchedule {
 
     /// How many arrivals are due strictly before `t` seconds.
     pub fn arrivals_before(&self, t: f64) -> u64 {
+        let n = self.integral_ceil(t);
+        if self.from_one {
+            n.saturating_sub(1)
+        } else {
+            n
+        }
+    }
+
+    /// ⌈∫₀ᵗ rate⌉ (0 for t ≤ 0).
+    fn integral_ceil(&self, t: f64) -> u64 {
         if t <= 0.0 {
             return 0;
         }
@@ -115,15 +149,19 @@ impl RateSchedule {
     /// Seconds from the start at which arrival `k` (0-based) is due, or None if the schedule
     /// ends first.
     pub fn arrival(&self, k: u64) -> Option<f64> {
-        let k = k as f64;
+        let k = k as f64 + if self.from_one { 1.0 } else { 0.0 };
         if self.stages.is_empty() {
             return (self.start_rate > 0.0).then(|| k / self.start_rate);
         }
         let (mut t0, mut n0, mut r0) = (0.0, 0.0, self.start_rate);
-        for &(r1, d) in &self.stages {
+        let last = self.stages.len() - 1;
+        for (i, &(r1, d)) in self.stages.iter().enumerate() {
             // Arrivals in this stage: N(x) = n0 + r0 x + a x², a = (r1 - r0) / 2d.
             let n1 = n0 + (r0 + r1) / 2.0 * d;
-            if k < n1 {
+            // Counted from one, the arrival landing on the end is k6's `i <= endCount`
+            // (with slack for the float sum of the stages).
+            let at_end = self.from_one && i == last && k <= n1 + n1.abs() * 1e-12;
+            if k < n1 || at_end {
                 let m = k - n0;
                 if m <= 0.0 {
                     return Some(t0);
@@ -195,6 +233,31 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Regression (#15): ramping-arrival-rate started its first iteration at t = 0 and ran
+    /// ⌈∫rate⌉ iterations; k6 starts iteration n where the integral reaches n, so 4→9/s over
+    /// 3 s then →1/s over 3 s (∫ = 34.5) runs 34 under k6 and ran 35.
+    #[test]
+    fn counted_from_one_as_k6s_ramping_arrival_rate() {
+        let s = RateSchedule::counted_from_one(4.0, vec![(9.0, 3.0), (1.0, 3.0)]);
+        assert!(s.starts_at_end());
+        let n = (0..).take_while(|&k| s.arrival(k).is_some()).count();
+        assert_eq!(n, 34);
+        // The first arrival is where ∫ = 1: 4t + (5/6)t² = 1.
+        let t = s.arrival(0).unwrap();
+        assert!((4.0 * t + 5.0 / 6.0 * t * t - 1.0).abs() < 1e-9, "{t}");
+        // An integer integral: the last arrival lands exactly on the end and is kept.
+        let s = RateSchedule::counted_from_one(0.0, vec![(10.0, 5.0), (10.0, 10.0), (0.0, 5.0)]);
+        assert_eq!(s.arrival(0), Some(1.0));
+        assert!((s.arrival(149).unwrap() - 20.0).abs() < 1e-6);
+        assert_eq!(s.arrival(150), None);
+        assert_eq!(s.arrivals_before(1.0 + 1e-9), 1);
+        // Quick mode and constant-arrival-rate still start at t = 0 and stop before the end.
+        let c = RateSchedule::new(10.0, vec![(10.0, 2.0)]);
+        assert!(!c.starts_at_end());
+        assert_eq!(c.arrival(0), Some(0.0));
+        assert_eq!(c.arrival(20), None);
     }
 
     #[test]

@@ -1165,7 +1165,8 @@ async fn arrivals<F: VuFactory>(
                 break;
             };
             let due = begin + Duration::from_secs_f64(at);
-            if due >= end {
+            // k6's ramping-arrival-rate still starts the iteration due exactly at the end.
+            if due > end || (due == end && !schedule.starts_at_end()) {
                 break;
             }
             k += 1;

@@ -75,6 +75,10 @@ const PREPARED_MAX: usize = 32;
 /// Series (group, status, error) remembered per prepared request.
 const SERIES_MAX: usize = 16;
 
+/// `res.proto` and the `proto` tag: the version the response came with.
+const HTTP11: &str = "HTTP/1.1";
+const HTTP10: &str = "HTTP/1.0";
+
 /// A request as the script spelt it (method, URL, headers, tags), parsed, serialised and
 /// tagged once: a VU that repeats it pays none of that again (see bench/k6.sh).
 struct Prepared {
@@ -141,9 +145,11 @@ impl Prepared {
         status: u16,
         expected: bool,
         err: u32,
+        proto: Option<&'static str>,
     ) -> HttpHandles {
-        // VU tags set by the script (k6/execution) can change at any time: no caching then.
-        let cacheable = st.ext.tags.borrow().is_empty();
+        // VU tags set by the script (k6/execution) can change at any time: no caching then;
+        // nor for the rare HTTP/1.0 response (the cache key has no protocol).
+        let cacheable = st.ext.tags.borrow().is_empty() && proto != Some(HTTP10);
         if let Some(s) = self
             .series
             .iter()
@@ -161,7 +167,10 @@ impl Prepared {
                 .clone()
                 .unwrap_or_else(|| self.shown_url.to_string()),
         );
-        t.insert("proto".into(), "HTTP/1.1".into());
+        // No response, no version: k6 leaves the tag out of a failed request's samples.
+        if let Some(p) = proto {
+            t.insert("proto".into(), p.into());
+        }
         for (k, v) in &self.user_tags {
             t.insert(k.clone(), v.clone());
         }
@@ -926,6 +935,12 @@ fn finish_hop<'js>(
     };
     let expected = spec.extras.expected(st, status);
     let code = err.map_or(0, error_code);
+    // The response's own version (k6's `res.proto` and `proto` tag; "" and no tag on error).
+    let version = match &ex.result {
+        Ok(r) if r.version_minor == 0 => Some(HTTP10),
+        Ok(_) => Some(HTTP11),
+        Err(_) => None,
+    };
     let connect = ex.connect.unwrap_or_default();
     let timings = ex.result.as_ref().map(|r| r.timings).unwrap_or_default();
     let (sent, received) = match &ex.result {
@@ -950,7 +965,7 @@ fn finish_hop<'js>(
     {
         let h = {
             let group = st.group_id.get();
-            st.http.borrow_mut().prepared[i].handles(st, group, status, expected, code)
+            st.http.borrow_mut().prepared[i].handles(st, group, status, expected, code, version)
         };
         let mut rec = st.rec.borrow_mut();
         let us = |d: Duration| d.as_micros() as u64;
@@ -1061,11 +1076,16 @@ fn finish_hop<'js>(
             Value::new_int(ctx.clone(), error_code(&e) as i32),
         ),
     };
+    let version = match version {
+        Some(HTTP11) => f.http11.clone(),
+        Some(v) => rquickjs::String::from_str(ctx.clone(), v)?.into_value(),
+        None => f.empty.clone(),
+    };
     f.fill(
         ctx,
         &out,
         proto,
-        [&url, &f.http11, &status, &body, &error, &code],
+        [&url, &version, &status, &body, &error, &code],
     )?;
     Ok(Some(out))
 }

@@ -215,6 +215,14 @@ impl Summary {
                 metrics.insert(key, m);
             }
         }
+        // k6 always reports the bytes on the wire: zero when the script made no request.
+        for name in ["data_received", "data_sent"] {
+            metrics.entry(name.into()).or_insert_with(|| Merged {
+                unit: Unit::Data,
+                agg: Agg::empty(MetricKind::Counter),
+                thresholds: Vec::new(),
+            });
+        }
         for t in &r.thresholds {
             if let Some(m) = metrics.get_mut(&t.metric) {
                 m.thresholds.push((t.expression.clone(), t.ok));

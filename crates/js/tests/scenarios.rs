@@ -166,3 +166,25 @@ fn bad_scenario_configs_are_config_errors() {
         }
     }
 }
+
+/// Regression (#15): on a ramp down Volley removed each VU one step before k6, so this 20 s
+/// profile of 5.5 s iterations ran 32 iterations. 33 is k6 v1.8.1's count for the same script
+/// (`k6 run -q --summary-export k.json tests/k6/ramp_down.js`, 3 runs, all 33; the per-VU
+/// margins are ≥ 0.33 s, far above scheduling jitter).
+#[test]
+fn ramp_down_runs_as_many_iterations_as_k6() {
+    let t = target();
+    let out = run("ramp_down.js", &t);
+    assert_eq!(counter(&out.result, "iterations", &[]), 33.0);
+}
+
+/// Regression (#15): ramping-arrival-rate started an iteration at t = 0 and ran ⌈∫rate⌉ = 35
+/// iterations for an integral of 34.5; k6 v1.8.1 runs 34 (`k6 run -q --summary-export k.json
+/// tests/k6/ramp_down_arrival.js`, 5 runs, all 34).
+#[test]
+fn ramping_arrival_rate_runs_as_many_iterations_as_k6() {
+    let t = target();
+    let out = run("ramp_down_arrival.js", &t);
+    assert_eq!(counter(&out.result, "iterations", &[]), 34.0);
+    assert_eq!(scenario_counts(&out, "ramp"), (34, 0, 0));
+}

@@ -1,6 +1,7 @@
 //! `ramping-arrival-rate`: like `constant-arrival-rate`, with the rate following linear stages
-//! from `startRate`. The k-th iteration is due where the integral of the rate reaches k
-//! ([`RateSchedule`]), so the schedule holds however late iterations run.
+//! from `startRate`. As in k6, the n-th iteration (from 1) is due where the integral of the rate
+//! reaches n, up to and including the end ([`RateSchedule::counted_from_one`]), so the schedule
+//! holds however late iterations run.
 
 use super::{arrival_vus, fmt_duration, fmt_rate, per_second, time_unit, Fields, Stage};
 use crate::rate::RateSchedule;
@@ -61,7 +62,7 @@ impl RampingArrivalRate {
                 )
             })
             .collect();
-        RateSchedule::new(per_second(self.start_rate, self.time_unit), stages)
+        RateSchedule::counted_from_one(per_second(self.start_rate, self.time_unit), stages)
     }
 
     pub(crate) fn describe(&self) -> (String, Vec<String>) {
