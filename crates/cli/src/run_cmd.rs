@@ -204,7 +204,8 @@ pub fn run(a: RunArgs) -> i32 {
         eprintln!("ERRO[0000] {m}");
         return THRESHOLDS_FAILED;
     }
-    if out.result.meta.interrupted {
+    // A signal while the summary and outputs were written counts too.
+    if out.result.meta.interrupted || ctl.was_interrupted() {
         return exit::INTERRUPTED;
     }
     exit::OK

@@ -21,8 +21,11 @@
 //! An iteration still running when its scenario ends (or when its ramping VU is ramped down)
 //! gets `gracefulStop` (`gracefulRampDown`) to finish; then its [`StopToken`] fires and the
 //! body must cancel what it waits on. The iteration counts as interrupted, not failed.
+//! Ctrl-C/SIGTERM ends waits at once and gives requests in flight a short grace
+//! ([`stop`](StopToken)); the run's [`RunStatus`](crate::control::RunStatus) tells the signal
+//! handler what it waits for.
 
-use crate::control::RunControl;
+use crate::control::{RunControl, RunPhase, WaitCounts, INTERRUPT_GRACE};
 pub use crate::executor::{Executor, Scenario, Stage};
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -31,6 +34,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
+use stop::HardStop;
+pub use stop::StopToken;
 use tokio::sync::Notify;
 use volley_metrics::{
     Aggregator, Handle, MetricKey, MetricKind, MetricTotal, Recorder, Series, Snapshot, TagSet,
@@ -191,68 +196,6 @@ pub struct IterCtx {
     pub stop: StopToken,
 }
 
-/// Tells an iteration that it must give up what it waits on: its graceful time is over, or
-/// the whole run is stopping hard (second Ctrl-C, graceful stop over after an abort).
-#[derive(Clone, Debug)]
-pub struct StopToken {
-    hard_at: Option<Instant>,
-    /// `hard_at` comes before the scenario's own hard stop (a ramp-down), so waiting needs a
-    /// timer; otherwise the worker's watcher wakes `wake` at the scenario's hard stop, which
-    /// spares every request a timer of its own.
-    own_timer: bool,
-    global: Arc<AtomicBool>,
-    wake: Rc<HardStop>,
-}
-
-/// A scenario's hard stop on one worker, as its watcher saw it.
-#[derive(Debug, Default)]
-struct HardStop {
-    notify: Notify,
-    /// Set by the watcher when it wakes `notify` (its hard stop has passed).
-    fired: Cell<bool>,
-}
-
-impl StopToken {
-    /// Cheap enough for a JS interrupt handler: an atomic load and a clock read. (The
-    /// clock, not the watcher's flag: a busy script keeps the watcher from running.)
-    pub fn is_stopped(&self) -> bool {
-        self.global.load(Ordering::Relaxed)
-            || self.wake.fired.get()
-            || self.hard_at.is_some_and(|t| Instant::now() >= t)
-    }
-
-    /// [`StopToken::is_stopped`] as the watcher saw it: no clock read unless this token has
-    /// a deadline of its own. For waits, which let the watcher run.
-    fn is_stopped_waiting(&self) -> bool {
-        self.global.load(Ordering::Relaxed)
-            || self.wake.fired.get()
-            || (self.own_timer && self.hard_at.is_some_and(|t| Instant::now() >= t))
-    }
-
-    /// Completes when the token is stopped (at the latest one watcher tick, 20 ms, after
-    /// [`StopToken::is_stopped`] became true). Every request and sleep of a VU waits on this
-    /// beside its own future, so it reads no clock in the common case.
-    pub async fn stopped(&self) {
-        loop {
-            let n = self.wake.notify.notified();
-            tokio::pin!(n);
-            n.as_mut().enable();
-            if self.is_stopped_waiting() {
-                return;
-            }
-            match self.hard_at.filter(|_| self.own_timer) {
-                Some(t) => {
-                    tokio::select! {
-                        _ = n => {}
-                        _ = tokio::time::sleep_until(t.into()) => {}
-                    }
-                }
-                None => n.await,
-            }
-        }
-    }
-}
-
 /// How one [`VuBody::run`] call ended.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
@@ -277,7 +220,12 @@ pub struct WorkerEnv {
     stop_wake: Rc<Notify>,
     /// Per scenario: woken at its hard stop (end + gracefulStop) or the run's.
     hard_wake: Rc<Vec<Rc<HardStop>>>,
+    /// Woken when the user interrupts (Ctrl-C, SIGTERM): idle waits end.
+    soft_wake: Rc<HardStop>,
     hard: Arc<AtomicBool>,
+    ctl: RunControl,
+    /// Per worker: what its VUs wait on (for the stop message).
+    waits: Arc<[WaitCounts]>,
 }
 
 impl WorkerEnv {
@@ -286,14 +234,38 @@ impl WorkerEnv {
         self.hard.load(Ordering::Relaxed)
     }
 
+    /// The user interrupted the run (Ctrl-C, SIGTERM): VU init code stops too.
+    pub fn is_interrupted(&self) -> bool {
+        self.ctl.was_interrupted()
+    }
+
+    /// This worker's wait counters: a body counts its waits here (requests, sleeps).
+    pub fn waits(&self) -> &WaitCounts {
+        &self.waits[self.worker]
+    }
+
+    /// The stop signal of `setup()` (`teardown: false`) or `teardown()`: the phase's
+    /// timeout, the user's interrupt (setup: at once; teardown: after a grace, as k6 still
+    /// runs teardown after Ctrl-C), a hard stop.
+    pub fn lifecycle_token(&self, timeout: Duration, teardown: bool) -> StopToken {
+        StopToken::lifecycle(self.ctl.clone(), timeout, !teardown)
+    }
+
     /// The stop signal of an iteration of scenario `sc` that must end by `hard_at`
     /// (`scenario_hard`: the scenario's own hard stop, which the watcher signals).
     fn token(&self, sc: usize, hard_at: Instant, scenario_hard: Instant) -> StopToken {
+        let grace = self.scenarios[sc].spec.graceful_stop.min(INTERRUPT_GRACE);
         StopToken {
             hard_at: Some(hard_at),
             own_timer: hard_at < scenario_hard,
             global: self.hard.clone(),
             wake: self.hard_wake[sc].clone(),
+            soft_wake: self.soft_wake.clone(),
+            ctl: self.ctl.clone(),
+            soft: true,
+            grace,
+            begun: Instant::now(),
+            poll: false,
         }
     }
 }
@@ -375,6 +347,7 @@ struct Shared<F> {
     initialized: AtomicU64,
     aborted: std::sync::Mutex<Option<(String, String)>>,
     teardown_error: std::sync::Mutex<Option<String>>,
+    waits: Arc<[WaitCounts]>,
 }
 
 impl<F> Shared<F> {
@@ -433,6 +406,16 @@ pub fn run_vus_with<F: VuFactory>(
         n => n,
     }
     .clamp(1, max_vus.max(1) as usize);
+    let status = ctl.status();
+    status.set_phase(RunPhase::Init);
+    status.vus_created.store(0, Ordering::Relaxed);
+    let planned: u64 = plan
+        .scenarios
+        .iter()
+        .map(|s| s.executor.initial_vus())
+        .sum();
+    status.vus_planned.store(planned, Ordering::Relaxed);
+    let waits = status.new_workers(threads);
     let shared = Arc::new(Shared {
         plan: plan.clone(),
         factory,
@@ -457,6 +440,7 @@ pub fn run_vus_with<F: VuFactory>(
         initialized: AtomicU64::new(0),
         aborted: Default::default(),
         teardown_error: Default::default(),
+        waits,
     });
     let started = SystemTime::now();
     let (tx, rx) = mpsc::channel();
@@ -486,6 +470,7 @@ pub fn run_vus_with<F: VuFactory>(
     for j in joins {
         let _ = j.join();
     }
+    ctl.status().set_phase(RunPhase::Finishing);
     Ok(result)
 }
 
@@ -521,7 +506,10 @@ fn coordinate<F: VuFactory>(
             Err(_) => break,
         }
     }
-    if let Some(e) = init_err {
+    if s.ctl.was_interrupted() {
+        // Ctrl-C during init: no setup, no iterations; an init cut short is no error.
+        s.start_gate.store(ABORT, Ordering::SeqCst);
+    } else if let Some(e) = init_err {
         *s.aborted.lock().unwrap() = Some(("init".into(), e));
         s.start_gate.store(ABORT, Ordering::SeqCst);
     } else {
@@ -550,6 +538,7 @@ fn coordinate<F: VuFactory>(
     let mut ticks = 0u64;
     let mut stop_at: Option<Instant> = None;
     let mut elapsed = None;
+    let mut warned = false;
     while done.iter().any(|d| !d) {
         match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(Msg::Snapshot {
@@ -576,9 +565,19 @@ fn coordinate<F: VuFactory>(
         if s.ctl.is_stopped() && stop_at.is_none() {
             stop_at = Some(now);
         }
-        let graceful_over = stop_at.is_some_and(|t| now >= t + grace);
+        // After Ctrl-C, requests in flight get INTERRUPT_GRACE (waits end at once).
+        let interrupt_over = s
+            .ctl
+            .interrupted_at()
+            .is_some_and(|t| now >= t + INTERRUPT_GRACE);
+        let graceful_over = stop_at.is_some_and(|t| now >= t + grace) || interrupt_over;
         if (graceful_over || s.ctl.is_hard_stopped()) && !s.hard.load(Ordering::Relaxed) {
             s.hard.store(true, Ordering::SeqCst);
+            let left = s.ctl.status().waiting().requests;
+            if s.ctl.was_interrupted() && left > 0 && !warned {
+                warned = true;
+                eprintln!("volley: abandoning {left} request(s) still in flight");
+            }
         }
         // The vus gauges, once per second of run time.
         while now >= start + Duration::from_secs(ticks + 1) && elapsed.is_none() {
@@ -712,7 +711,10 @@ fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
                 .map(|_| Rc::new(HardStop::default()))
                 .collect(),
         ),
+        soft_wake: Rc::default(),
         hard: s.hard.clone(),
+        ctl: s.ctl.clone(),
+        waits: s.waits.clone(),
     };
     let local = tokio::task::LocalSet::new();
     // Bodies are created inside the runtime context (they may spawn or use timers later).
@@ -745,12 +747,15 @@ fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
                 pool.spare.push(vu);
                 continue;
             }
-            if err.is_some() || s.start_gate.load(Ordering::Relaxed) == ABORT {
+            // Ctrl-C during init: create no more VUs.
+            if err.is_some() || s.start_gate.load(Ordering::Relaxed) == ABORT || s.ctl.is_stopped()
+            {
                 break;
             }
             match s.factory.create(&env, vu, Some(sc)) {
                 Ok(b) => {
                     s.initialized.fetch_add(1, Ordering::Relaxed);
+                    s.ctl.status().vus_created.fetch_add(1, Ordering::Relaxed);
                     pool.ready.push((vu, b));
                 }
                 Err(e) => err = Some(e),
@@ -805,24 +810,33 @@ fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
                 // When this watcher first saw the run stop (Ctrl-C, an abort): from then on
                 // each scenario's running iterations get that scenario's own gracefulStop.
                 let mut stopped: Option<Instant> = None;
+                // When the user interrupted: idle waits end now, requests get a short grace.
+                let mut interrupted: Option<Instant> = None;
                 let mut fired = vec![false; s.plan.scenarios.len()];
                 loop {
                     if stopped.is_none() && s.ctl.is_stopped() {
                         stopped = Some(Instant::now());
                         env.stop_wake.notify_waiters();
                     }
+                    if interrupted.is_none() {
+                        if let Some(t) = s.ctl.interrupted_at() {
+                            interrupted = Some(t);
+                            env.soft_wake.fire();
+                        }
+                    }
                     let hard = s.hard.load(Ordering::Relaxed);
                     let now = Instant::now();
                     for (sc, f) in fired.iter_mut().enumerate() {
                         let grace = s.plan.scenarios[sc].graceful_stop;
-                        let due =
-                            s.t0.get()
-                                .is_some_and(|t0| now >= scenario_hard(&s, sc, *t0))
-                                || stopped.is_some_and(|t| now >= t + grace);
+                        let due = s
+                            .t0
+                            .get()
+                            .is_some_and(|t0| now >= scenario_hard(&s, sc, *t0))
+                            || stopped.is_some_and(|t| now >= t + grace)
+                            || interrupted.is_some_and(|t| now >= t + grace.min(INTERRUPT_GRACE));
                         if !*f && (hard || due) {
                             *f = true;
-                            env.hard_wake[sc].fired.set(true);
-                            env.hard_wake[sc].notify.notify_waiters();
+                            env.hard_wake[sc].fire();
                         }
                     }
                     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -832,6 +846,7 @@ fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
 
         // Setup on worker 0; everyone else waits for its verdict.
         if id == 0 {
+            s.ctl.status().set_phase(RunPhase::Setup);
             let verdict = match lifecycle.as_mut() {
                 Some(b) => b.run(Phase::Setup).await,
                 None => Outcome::Ok,
@@ -843,7 +858,10 @@ fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
                     s.setup_gate.store(ABORT, Ordering::SeqCst);
                 }
                 Outcome::Interrupted => s.setup_gate.store(ABORT, Ordering::SeqCst),
-                Outcome::Ok => s.setup_gate.store(GO, Ordering::SeqCst),
+                Outcome::Ok => {
+                    s.ctl.status().set_phase(RunPhase::Iterations);
+                    s.setup_gate.store(GO, Ordering::SeqCst)
+                }
             }
         }
         while s.setup_gate.load(Ordering::SeqCst) == WAIT {
@@ -887,10 +905,18 @@ fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
             while !s.teardown_gate.load(Ordering::SeqCst) {
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
-            if s.setup_gate.load(Ordering::SeqCst) == GO {
+            // A second Ctrl-C skips teardown (k6 exits at once); one still runs it.
+            if s.setup_gate.load(Ordering::SeqCst) == GO && !s.ctl.is_hard_stopped() {
+                s.ctl.status().set_phase(RunPhase::Teardown);
                 if let Some(b) = lifecycle.as_mut() {
                     match b.run(Phase::Teardown).await {
-                        Outcome::Ok | Outcome::Interrupted => {}
+                        Outcome::Ok => {}
+                        Outcome::Interrupted => {
+                            eprintln!(
+                                "WARN[{:04}] teardown() was interrupted",
+                                start.elapsed().as_secs()
+                            );
+                        }
                         Outcome::Error(e) | Outcome::Abort(e) => {
                             *s.teardown_error.lock().unwrap() = Some(e)
                         }
@@ -1282,5 +1308,6 @@ fn start_offset(vu: u64, max_vus: u64) -> Duration {
     window.mul_f64((vu - 1) as f64 / max_vus as f64)
 }
 
+mod stop;
 #[cfg(test)]
 mod tests;

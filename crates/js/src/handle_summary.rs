@@ -14,9 +14,11 @@ pub type Outputs = Vec<(String, Vec<u8>)>;
 pub(crate) fn call(
     shared: &Arc<ScriptShared>,
     data: &serde_json::Value,
+    ctl: &volley_engine::RunControl,
 ) -> Result<Option<Outputs>, String> {
     let rt = Runtime::new().map_err(|e| format!("cannot start QuickJS: {e}"))?;
     rt.set_max_stack_size(crate::vu::JS_STACK);
+    rt.set_interrupt_handler(Some(stop_on_signal(ctl)));
     rt.set_loader(
         ModResolver,
         BytecodeLoader {
@@ -121,4 +123,17 @@ pub fn write_outputs(outs: &Outputs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The interrupt handler of `handleSummary`: a Ctrl-C that comes while it runs stops it (the
+/// default summary is printed instead); after a second Ctrl-C during the run it gets 0.5 s.
+fn stop_on_signal(ctl: &volley_engine::RunControl) -> Box<dyn FnMut() -> bool + Send> {
+    let ctl = ctl.clone();
+    let (was_int, was_hard) = (ctl.was_interrupted(), ctl.is_hard_stopped());
+    let began = std::time::Instant::now();
+    Box::new(move || {
+        (ctl.was_interrupted() && !was_int)
+            || (ctl.is_hard_stopped() && !was_hard)
+            || (was_hard && began.elapsed() > std::time::Duration::from_millis(500))
+    })
 }

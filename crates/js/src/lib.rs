@@ -148,6 +148,8 @@ pub struct RunOutput {
     /// Crossed thresholds with `abortOnFail` stopped the test (k6's message).
     pub threshold_abort: Option<String>,
     shared: Arc<vu::ScriptShared>,
+    /// Ctrl-C during `handleSummary` interrupts it.
+    ctl: RunControl,
 }
 
 impl RunOutput {
@@ -179,7 +181,11 @@ impl RunOutput {
         stdout_tty: bool,
         stderr_tty: bool,
     ) -> Result<Option<handle_summary::Outputs>, String> {
-        handle_summary::call(&self.shared, &summary.data(stdout_tty, stderr_tty))
+        handle_summary::call(
+            &self.shared,
+            &summary.data(stdout_tty, stderr_tty),
+            &self.ctl,
+        )
     }
 }
 
@@ -192,6 +198,8 @@ pub fn run(
     command: Vec<String>,
     ctl: &RunControl,
 ) -> Result<RunOutput, RunError> {
+    ctl.status()
+        .set_phase(volley_engine::control::RunPhase::Init);
     let mut script = script::load(path, env).map_err(|e| RunError::Script(e.0))?;
     // k6's summary flags replace the script's options (validated with them by `resolve`).
     for (key, v) in [
@@ -480,5 +488,6 @@ pub fn run(
         aborted: r.aborted.map(|(_, e)| e),
         threshold_abort,
         shared: script.shared.clone(),
+        ctl: ctl.clone(),
     })
 }

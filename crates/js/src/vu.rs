@@ -138,6 +138,9 @@ pub(crate) struct VuState {
     cancellable: Cell<bool>,
     /// Set when a wait was cancelled: the current call ends as `Interrupted`.
     pub(crate) interrupted: Cell<bool>,
+    /// The wait being suspended on is idle (`sleep`, timers): Ctrl-C ends it at once, while
+    /// a request gets a short grace.
+    idle_wait: Cell<bool>,
     /// Current group path ("" at the root, "::a::b" inside nested groups) and start times.
     pub(crate) group: RefCell<String>,
     /// The group path as a number (an index into `groups`): series caches compare this.
@@ -177,6 +180,7 @@ impl VuState {
             in_init: Cell::new(true),
             cancellable: Cell::new(false),
             interrupted: Cell::new(false),
+            idle_wait: Cell::new(false),
             group: RefCell::new(String::new()),
             group_id: Cell::new(0),
             groups: RefCell::new(vec![String::new()]),
@@ -188,13 +192,32 @@ impl VuState {
         }
     }
 
-    /// Suspend this VU until `fut` is done. `None`: cancelled (hard stop), or no coroutine
-    /// (the init run, where waiting is not allowed).
+    /// Suspend this VU until `fut` (a request) is done. `None`: cancelled (stopped, or the
+    /// grace after Ctrl-C is over), or no coroutine (the init run, where waiting is not
+    /// allowed).
     pub(crate) fn wait<T: 'static>(&self, fut: impl Future<Output = T> + 'static) -> Option<T> {
+        self.wait_as(fut, false)
+    }
+
+    /// [`VuState::wait`] for an idle wait (`sleep`, timers): Ctrl-C ends it at once.
+    pub(crate) fn wait_idle<T: 'static>(
+        &self,
+        fut: impl Future<Output = T> + 'static,
+    ) -> Option<T> {
+        self.wait_as(fut, true)
+    }
+
+    fn wait_as<T: 'static>(&self, fut: impl Future<Output = T> + 'static, idle: bool) -> Option<T> {
         let y = self.yielder.get();
         if y.is_null() || self.interrupted.get() {
             return None;
         }
+        // After Ctrl-C nothing new starts waiting (a script that caught the interruption).
+        if self.cancellable.get() && self.stop.borrow().as_ref().is_some_and(|t| t.must_end()) {
+            self.interrupted.set(true);
+            return None;
+        }
+        self.idle_wait.set(idle);
         let fut: BoxFuture = Box::pin(async move { Box::new(fut.await) as Box<dyn Any> });
         // SAFETY: the yielder lives as long as the coroutine body, and natives only run
         // inside that body (on the coroutine's stack).
@@ -300,7 +323,7 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
                     return Err(throw(&ctx, "sleep() is not allowed in the init context"));
                 }
                 let d = Duration::from_secs_f64(if secs.is_finite() { secs.max(0.0) } else { 0.0 });
-                match st.wait(tokio::time::sleep(d)) {
+                match st.wait_idle(tokio::time::sleep(d)) {
                     Some(()) => Ok(()),
                     None => Err(throw(&ctx, "test interrupted")),
                 }
@@ -566,21 +589,26 @@ impl JsVu {
 
 impl VuBody for JsVu {
     async fn run(&mut self, phase: Phase) -> Outcome {
-        let token = match &phase {
-            Phase::Iteration(c) => Some(c.stop.clone()),
-            _ => None,
+        let Some(env) = self.state.env.clone() else {
+            return Outcome::Abort("the VU has no worker".into());
         };
-        let cancellable = token.is_some();
-        self.state.cancellable.set(cancellable);
-        *self.state.stop.borrow_mut() = token.clone();
-        // k6 setupTimeout / teardownTimeout: a wait past the deadline is cancelled.
-        let limit = match phase {
-            Phase::Setup => Some(("setup", self.state.shared.settings().setup_timeout)),
-            Phase::Teardown => Some(("teardown", self.state.shared.settings().teardown_timeout)),
-            Phase::Iteration(_) => None,
+        // k6 setupTimeout / teardownTimeout: waits past the deadline are cancelled and busy
+        // code is interrupted (the interrupt handler reads the token too).
+        let settings = self.state.shared.settings();
+        let (token, limit) = match &phase {
+            Phase::Iteration(c) => (c.stop.clone(), None),
+            Phase::Setup => {
+                let d = settings.setup_timeout;
+                (env.lifecycle_token(d, false), Some(("setup", d)))
+            }
+            Phase::Teardown => {
+                let d = settings.teardown_timeout;
+                (env.lifecycle_token(d, true), Some(("teardown", d)))
+            }
         };
-        let deadline = limit.map(|(_, d)| tokio::time::Instant::now() + d);
-        let mut timed_out = false;
+        self.state.cancellable.set(true);
+        *self.state.stop.borrow_mut() = Some(token.clone());
+        let waits = env.waits();
         let mut input = Resume::Cmd(Cmd::Run(phase));
         loop {
             let Some(co) = self.co.as_mut() else {
@@ -588,8 +616,10 @@ impl VuBody for JsVu {
             };
             match co.resume(input) {
                 CoroutineResult::Yield(Yield::Done(o)) => {
-                    if let (true, Some((name, d))) = (timed_out, limit) {
-                        return Outcome::Abort(crate::timeout_message(name, d));
+                    if let Some((name, d)) = limit.filter(|_| token.timed_out()) {
+                        if o != Outcome::Ok {
+                            return Outcome::Abort(crate::timeout_message(name, d));
+                        }
                     }
                     return o;
                 }
@@ -598,26 +628,29 @@ impl VuBody for JsVu {
                     return Outcome::Abort("the VU ended unexpectedly".into());
                 }
                 CoroutineResult::Yield(Yield::Await(fut)) => {
-                    input = if let Some(token) = &token {
-                        // `stopped()` first: a stopped token cancels without polling `fut`.
+                    // Counted for the stop message; idle waits end at Ctrl-C, requests get a
+                    // grace. The token first: a stopped one cancels without polling `fut`.
+                    let idle = self.state.idle_wait.get();
+                    let n = if idle {
+                        &waits.sleeping
+                    } else {
+                        &waits.requests
+                    };
+                    n.fetch_add(1, Ordering::Relaxed);
+                    input = if idle {
+                        tokio::select! {
+                            biased;
+                            _ = token.interrupted() => Resume::Cancelled,
+                            v = fut => Resume::Value(v),
+                        }
+                    } else {
                         tokio::select! {
                             biased;
                             _ = token.stopped() => Resume::Cancelled,
                             v = fut => Resume::Value(v),
                         }
-                    } else if let Some(deadline) = deadline.filter(|_| !timed_out) {
-                        tokio::select! {
-                            v = fut => Resume::Value(v),
-                            _ = tokio::time::sleep_until(deadline) => {
-                                timed_out = true;
-                                Resume::Cancelled
-                            }
-                        }
-                    } else if timed_out {
-                        Resume::Cancelled
-                    } else {
-                        Resume::Value(fut.await)
                     };
+                    n.fetch_sub(1, Ordering::Relaxed);
                 }
             }
         }
@@ -660,8 +693,18 @@ fn vu_main(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, _first: Resume) {
     );
     {
         let st = st.clone();
+        // Busy scripts stop too: an iteration or setup at Ctrl-C, anything past its stop
+        // or timeout, VU init code at Ctrl-C. The call then counts as interrupted.
         rt.set_interrupt_handler(Some(Box::new(move || {
-            st.cancellable.get() && st.stop.borrow().as_ref().is_some_and(|t| t.is_stopped())
+            let cut = if st.cancellable.get() {
+                st.stop.borrow().as_ref().is_some_and(|t| t.must_end())
+            } else {
+                st.in_init.get() && st.env.as_ref().is_some_and(|e| e.is_interrupted())
+            };
+            if cut {
+                st.interrupted.set(true);
+            }
+            cut
         })));
     }
     crate::event_loop::track_rejections(&rt, st);
@@ -741,6 +784,12 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
                 Some(f) => {
                     let r = crate::event_loop::settle(ctx, st, f.call(()));
                     match r {
+                        _ if st.interrupted.get() => {
+                            if r.is_err() {
+                                let _ = ctx.catch();
+                            }
+                            Outcome::Interrupted
+                        }
                         Err(e) => {
                             let msg = script::describe(ctx, e);
                             Outcome::Abort(crate::modules::take_abort(st).unwrap_or(msg))
@@ -763,6 +812,12 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
                     let d = setup_data(ctx, st, &mut data);
                     let r = crate::event_loop::settle(ctx, st, f.call((d,)));
                     match r {
+                        _ if st.interrupted.get() => {
+                            if r.is_err() {
+                                let _ = ctx.catch();
+                            }
+                            Outcome::Interrupted
+                        }
                         Err(e) => Outcome::Error(script::describe(ctx, e)),
                         Ok(_) => Outcome::Ok,
                     }
