@@ -1,4 +1,4 @@
-// SIGTERM in each phase of a run (PHASE=init|setup|teardown|summary): the phase stops
+// SIGTERM in each phase of a run (PHASE=script|init|setup|teardown|summary): the phase stops
 // promptly, the run exits 105 and writes what it has.
 import { sleep } from "k6";
 
@@ -9,6 +9,8 @@ if (phase === "init" && __VU > 0) {
   const t = Date.now();
   while (Date.now() - t < 500) {}
 }
+// The first init (reading the options) never ends.
+if (phase === "script" && __VU === 0) for (;;) {}
 
 export const options = {
   vus: phase === "init" ? 40 : 1,

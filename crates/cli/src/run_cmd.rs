@@ -134,6 +134,10 @@ pub fn run(a: RunArgs) -> i32 {
             return SETUP_TIMEOUT;
         }
         Err(RunError::Other(e)) => return exit::fail(&e),
+        Err(RunError::Interrupted(e)) => {
+            eprintln!("volley: {e}");
+            return exit::INTERRUPTED;
+        }
     };
     if let Some(m) = &out.threshold_abort {
         eprintln!("ERRO[0000] {m}");

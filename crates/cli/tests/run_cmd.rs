@@ -614,12 +614,13 @@ fn second_ctrl_c_ends_at_once_even_in_a_busy_teardown() {
     assert!(took < 1.5, "took {took}s after two Ctrl-C");
 }
 
-/// SIGTERM during VU init, setup, teardown and handleSummary: each stops promptly (init and
-/// setup at once, teardown after its 2 s, a busy handleSummary at once: the default summary
+/// SIGTERM during the script's init, VU init, setup, teardown and handleSummary: each stops
+/// promptly (init and setup at once, teardown after its 2 s, a busy handleSummary at once: the default summary
 /// is printed instead), exit 105, the result file written.
 #[test]
 fn sigterm_in_every_phase_stops_promptly_with_105() {
     for (phase, at, most) in [
+        ("script", 1000, 2.0),
         ("init", 1500, 2.0),
         ("setup", 1500, 2.0),
         ("teardown", 1500, 4.5),
@@ -631,8 +632,10 @@ fn sigterm_in_every_phase_stops_promptly_with_105() {
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(105), "{phase}: {err}");
         assert!(took < most, "{phase}: took {took}s");
-        assert!(saved.is_some(), "{phase}: no result file: {err}");
+        // Nothing was recorded while the script's own init code ran.
+        assert_eq!(saved.is_some(), phase != "script", "{phase}: {err}");
         match phase {
+            "script" => assert!(err.contains("interrupting the script's init code"), "{err}"),
             "init" => assert!(err.contains("interrupting the init of VUs"), "{err}"),
             "setup" => assert!(err.contains("interrupting setup()"), "{err}"),
             "teardown" => assert!(err.contains("waiting for teardown()"), "{err}"),

@@ -197,6 +197,7 @@ impl Waiting {
         };
         match self.phase.unwrap_or(RunPhase::Starting) {
             RunPhase::Starting => "before the test started".into(),
+            RunPhase::Init if self.vus_planned == 0 => "interrupting the script's init code".into(),
             RunPhase::Init => format!(
                 "interrupting the init of VUs ({} of {} created)",
                 self.vus_created, self.vus_planned

@@ -212,8 +212,14 @@ impl VuState {
         if y.is_null() || self.interrupted.get() {
             return None;
         }
-        // After Ctrl-C nothing new starts waiting (a script that caught the interruption).
-        if self.cancellable.get() && self.stop.borrow().as_ref().is_some_and(|t| t.must_end()) {
+        // After Ctrl-C nothing new starts waiting (a script that caught the interruption);
+        // a stopped token cancels the wait at its first poll.
+        let interrupted = self
+            .stop
+            .borrow()
+            .as_ref()
+            .is_some_and(|t| t.is_interrupted());
+        if self.cancellable.get() && interrupted {
             self.interrupted.set(true);
             return None;
         }
