@@ -492,6 +492,7 @@ fn sigterm_ends_sleeping_vus_at_once_and_writes_every_output() {
     );
     let base = format!("BASE=http://{}", t.local_addr());
     let out = format!("json={}", ndjson.display());
+    let (report, history) = (dir.join("run.html"), dir.join("history.db"));
     let child = common::volley()
         .args([
             "run",
@@ -503,6 +504,8 @@ fn sigterm_ends_sleeping_vus_at_once_and_writes_every_output() {
         ])
         .args(["--save".as_ref(), save.as_os_str()])
         .args(["--summary-export".as_ref(), export.as_os_str()])
+        .args(["--report".as_ref(), report.as_os_str()])
+        .args(["--history".as_ref(), history.as_os_str()])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -537,6 +540,15 @@ fn sigterm_ends_sleeping_vus_at_once_and_writes_every_output() {
         .lines()
         .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
     assert!(lines.contains("\"http_reqs\""));
+    let html = std::fs::read_to_string(&report).expect("--report written");
+    assert!(html.contains("<html"), "{}", &html[..html.len().min(200)]);
+    let h = common::run(&["history", "--db", history.to_str().unwrap()]);
+    assert!(
+        stdout(&h).contains("interrupt_sleep"),
+        "{}{}",
+        stdout(&h),
+        stderr(&h)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -585,6 +597,16 @@ fn ctrl_c_counts_every_cut_iteration_as_interrupted_not_failed() {
     }
     assert_eq!(counter(&saved, "iteration_errors"), 0.0, "{}", stderr(&o));
     assert_eq!(counter(&saved, "iterations"), 0.0);
+    // A cut group or check records nothing (as k6: samples of a cut iteration are dropped).
+    let names: Vec<&str> = saved["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["name"].as_str())
+        .collect();
+    for gone in ["group_duration", "checks", "http_req_failed"] {
+        assert!(!names.contains(&gone), "{gone} in {names:?}");
+    }
     assert!(!stderr(&o).contains("ERRO"), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("2 requests in flight"),

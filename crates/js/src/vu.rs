@@ -369,7 +369,8 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
                 };
                 let took = t0.elapsed();
                 let tags = st.base_tags();
-                {
+                // An interrupted group has no duration (k6 drops samples of a cut iteration).
+                if !st.interrupted.get() {
                     let mut rec = st.rec.borrow_mut();
                     let h = rec.handle(
                         MetricKey {
