@@ -596,7 +596,8 @@ impl JsVu {
 
 impl VuBody for JsVu {
     async fn run(&mut self, phase: Phase) -> Outcome {
-        let Some(env) = self.state.env.clone() else {
+        let state = self.state.clone();
+        let Some(env) = state.env.as_ref() else {
             return Outcome::Abort("the VU has no worker".into());
         };
         // k6 setupTimeout / teardownTimeout: waits past the deadline are cancelled and busy
