@@ -29,7 +29,9 @@ export function teardown() {
   if (phase === "teardown") sleep(30);
 }
 
-export function handleSummary(data) {
+export async function handleSummary(data) {
   if (phase === "summary") for (;;) {}
+  // A timer that would hold the exit for a minute.
+  if (phase === "summary_timer") await new Promise((r) => setTimeout(r, 60000));
   return { stdout: "handled\n" };
 }

@@ -647,6 +647,7 @@ fn sigterm_in_every_phase_stops_promptly_with_105() {
         ("setup", 1500, 2.0),
         ("teardown", 1500, 4.5),
         ("summary", 1500, 2.0),
+        ("summary_timer", 1500, 2.0),
     ] {
         let env = format!("PHASE={phase}");
         let after = Duration::from_millis(at);

@@ -426,7 +426,7 @@ fn turns<'js>(ctx: &Ctx<'js>, st: &VuState, module: Option<&Promise<'js>>) -> rq
             if let Some(at) = deadline {
                 // In slices, so that Ctrl-C during VU init is not held up by a timer.
                 while let Some(left) = at.checked_duration_since(Instant::now()) {
-                    if st.env.as_ref().is_some_and(|e| e.is_interrupted()) {
+                    if st.halted() {
                         st.interrupted.set(true);
                         return Ok(());
                     }

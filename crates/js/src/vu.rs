@@ -160,6 +160,9 @@ pub(crate) struct VuState {
     pub(crate) ext: crate::modules::VuExt,
     /// Timers and async operations of the running call (`crate::event_loop`).
     pub(crate) pending: crate::event_loop::Pending,
+    /// Outside a VU task (`handleSummary`): when a signal means its timers must not be
+    /// waited for.
+    pub(crate) halt: RefCell<Option<Box<dyn Fn() -> bool>>>,
 }
 
 impl VuState {
@@ -195,6 +198,7 @@ impl VuState {
             http: RefCell::new(crate::http::VuHttp::default()),
             ext: Default::default(),
             pending: Default::default(),
+            halt: RefCell::new(None),
         }
     }
 
@@ -241,6 +245,12 @@ impl VuState {
                 None
             }
         }
+    }
+
+    /// Must a wait outside a VU task (init code, `handleSummary`) end now (Ctrl-C)?
+    pub(crate) fn halted(&self) -> bool {
+        self.env.as_ref().is_some_and(|e| e.is_interrupted())
+            || self.halt.borrow().as_ref().is_some_and(|h| h())
     }
 
     /// `group` changed: look its id up (or give it the next one).
