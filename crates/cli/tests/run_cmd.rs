@@ -646,6 +646,8 @@ fn sigterm_in_every_phase_stops_promptly_with_105() {
     for (phase, at, most) in [
         ("script", 1000, 2.0),
         ("init", 1500, 2.0),
+        // A VU an arrival-rate scenario creates mid-run, cut in its init: not a script error.
+        ("lazy", 1500, 2.0),
         ("setup", 1500, 2.0),
         ("teardown", 1500, 4.5),
         ("summary", 1500, 2.0),
@@ -662,6 +664,7 @@ fn sigterm_in_every_phase_stops_promptly_with_105() {
         match phase {
             "script" => assert!(err.contains("interrupting the script's init code"), "{err}"),
             "init" => assert!(err.contains("interrupting the init of VUs"), "{err}"),
+            "lazy" => assert!(err.contains("ending the sleep of"), "{err}"),
             "setup" => assert!(err.contains("interrupting setup()"), "{err}"),
             "teardown" => assert!(err.contains("waiting for teardown()"), "{err}"),
             _ => {

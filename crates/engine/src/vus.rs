@@ -662,7 +662,10 @@ async fn arrivals<F: VuFactory>(
                             Some((id, b))
                         }
                         Err(e) => {
-                            s.abort("init", e);
+                            // Ctrl-C cut the new VU's init: that is no script error.
+                            if !s.ctl.was_interrupted() {
+                                s.abort("init", e);
+                            }
                             break;
                         }
                     },
