@@ -644,14 +644,14 @@ fn second_ctrl_c_ends_at_once_even_in_a_busy_teardown() {
 #[test]
 fn sigterm_in_every_phase_stops_promptly_with_105() {
     for (phase, at, most) in [
-        ("script", 1000, 2.0),
-        ("init", 1500, 2.0),
+        ("script", 1000, 3.0),
+        ("init", 1500, 3.0),
         // A VU an arrival-rate scenario creates mid-run, cut in its init: not a script error.
-        ("lazy", 1500, 2.0),
-        ("setup", 1500, 2.0),
+        ("lazy", 1500, 3.0),
+        ("setup", 1500, 3.0),
         ("teardown", 1500, 4.5),
-        ("summary", 1500, 2.0),
-        ("summary_timer", 1500, 2.0),
+        ("summary", 1500, 3.0),
+        ("summary_timer", 1500, 3.0),
     ] {
         let env = format!("PHASE={phase}");
         let after = Duration::from_millis(at);
