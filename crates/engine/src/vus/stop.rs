@@ -174,12 +174,24 @@ impl StopToken {
             }
             return;
         }
-        if self.ctl.was_interrupted() {
+        if self.own_timer {
+            // A ramp-down's own deadline (rare): its timer beside the interrupt.
+            tokio::select! {
+                _ = self.stopped() => {}
+                _ = self.soft_wake.fired() => {}
+            }
             return;
         }
-        tokio::select! {
-            _ = self.stopped() => {}
-            _ = self.soft_wake.fired() => {}
+        // One registration per sleep: the watcher wakes `soft_wake` at the interrupt and at
+        // every hard stop it fires, and each wake-up checks both.
+        loop {
+            let n = self.soft_wake.notify.notified();
+            tokio::pin!(n);
+            n.as_mut().enable();
+            if self.ctl.was_interrupted() || self.is_stopped_waiting() {
+                return;
+            }
+            n.await;
         }
     }
 }

@@ -165,6 +165,8 @@ pub(super) fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sende
                         if !*f && (hard || due) {
                             *f = true;
                             env.hard_wake[sc].fire();
+                            // Idle waits listen on `soft_wake` alone (see StopToken::interrupted).
+                            env.soft_wake.notify.notify_waiters();
                         }
                     }
                     tokio::time::sleep(Duration::from_millis(20)).await;
