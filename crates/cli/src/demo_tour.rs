@@ -351,6 +351,7 @@ fn run_example(
                 RunError::Config(_) => run_cmd::INVALID_CONFIG,
                 RunError::SetupTimeout(_) => run_cmd::SETUP_TIMEOUT,
                 RunError::Other(_) => exit::FAILURE,
+                RunError::Interrupted(_) => exit::INTERRUPTED,
             };
             row.error = Some(e.to_string());
             return row;

@@ -153,6 +153,10 @@ pub fn run(a: RunArgs) -> i32 {
             return SETUP_TIMEOUT;
         }
         Err(RunError::Other(e)) => return exit::fail(&e),
+        Err(RunError::Interrupted(e)) => {
+            eprintln!("volley: {e}");
+            return exit::INTERRUPTED;
+        }
     };
     if let Some(m) = &out.threshold_abort {
         eprintln!("ERRO[0000] {m}");
@@ -214,6 +218,8 @@ pub fn run(a: RunArgs) -> i32 {
         eprintln!("ERRO[0000] test aborted: {e}");
         return ABORTED;
     }
+    // A signal while the summary and outputs were written counts too.
+    let interrupted = out.result.meta.interrupted || ctl.was_interrupted();
     if let Some(m) = out.thresholds_message() {
         for t in out.result.thresholds.iter().filter(|t| !t.ok) {
             if let Some(note) = drift_note(t) {
@@ -221,9 +227,12 @@ pub fn run(a: RunArgs) -> i32 {
             }
         }
         eprintln!("ERRO[0000] {m}");
-        return THRESHOLDS_FAILED;
+        // As k6: an interrupted run exits 105 even with thresholds crossed.
+        if !interrupted {
+            return THRESHOLDS_FAILED;
+        }
     }
-    if out.result.meta.interrupted {
+    if interrupted {
         return exit::INTERRUPTED;
     }
     exit::OK

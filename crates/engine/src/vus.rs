@@ -21,9 +21,17 @@
 //! An iteration still running when its scenario ends (or when its ramping VU is ramped down)
 //! gets `gracefulStop` (`gracefulRampDown`) to finish; then its [`StopToken`] fires and the
 //! body must cancel what it waits on. The iteration counts as interrupted, not failed.
+//! Ctrl-C/SIGTERM ends waits at once and gives requests in flight a short grace
+//! ([`stop`](StopToken)); the run's [`RunStatus`](crate::control::RunStatus) tells the signal
+//! handler what it waits for.
+//!
+//! Files: this one (plan, bodies, iterations, the executors' loops), `worker` (a worker
+//! thread), `coordinate` (the coordinator), `stop` ([`StopToken`]), `state` (scenario
+//! counters).
 
-use crate::control::RunControl;
+use crate::control::{RunControl, RunPhase, WaitCounts, INTERRUPT_GRACE};
 pub use crate::executor::{Executor, Scenario, Stage};
+pub use state::{ScenarioState, ScenarioStats};
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
@@ -31,11 +39,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
+use stop::HardStop;
+pub use stop::StopToken;
 use tokio::sync::Notify;
 use volley_metrics::{
     Aggregator, Handle, MetricKey, MetricKind, MetricTotal, Recorder, Series, Snapshot, TagSet,
     Unit,
 };
+use worker::Pool;
 
 /// Everything a VU run needs besides the bodies themselves.
 #[derive(Clone, Debug)]
@@ -83,97 +94,6 @@ impl VuPlan {
     }
 }
 
-/// A scenario's live counters, readable by bodies (`k6/execution`) and the progress display.
-#[derive(Debug)]
-pub struct ScenarioState {
-    pub spec: Scenario,
-    started: OnceLock<(Instant, SystemTime)>,
-    /// Iterations handed out (the next one's index in the scenario).
-    next: AtomicU64,
-    completed: AtomicU64,
-    interrupted: AtomicU64,
-    dropped: AtomicU64,
-    active: AtomicU64,
-}
-
-impl ScenarioState {
-    fn new(spec: Scenario) -> ScenarioState {
-        ScenarioState {
-            spec,
-            started: OnceLock::new(),
-            next: AtomicU64::new(0),
-            completed: AtomicU64::new(0),
-            interrupted: AtomicU64::new(0),
-            dropped: AtomicU64::new(0),
-            active: AtomicU64::new(0),
-        }
-    }
-
-    /// When the scenario started (None before its `startTime`).
-    pub fn started(&self) -> Option<(Instant, SystemTime)> {
-        self.started.get().copied()
-    }
-
-    pub fn completed(&self) -> u64 {
-        self.completed.load(Ordering::Relaxed)
-    }
-
-    pub fn interrupted(&self) -> u64 {
-        self.interrupted.load(Ordering::Relaxed)
-    }
-
-    /// Iterations the arrival-rate executors could not start (no VU free, `maxVUs` reached).
-    pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
-    }
-
-    /// VUs inside an iteration now.
-    pub fn active(&self) -> u64 {
-        self.active.load(Ordering::Relaxed)
-    }
-
-    /// Past its duration, or all its iterations done.
-    pub fn has_ended(&self) -> bool {
-        let exhausted = self
-            .spec
-            .executor
-            .total_iterations()
-            .is_some_and(|n| self.completed() + self.interrupted() >= n);
-        exhausted
-            || self
-                .started()
-                .is_some_and(|(t, _)| t.elapsed() >= self.spec.executor.duration())
-    }
-
-    /// 0..1: iterations done of the total for iteration-based executors, time elapsed of the
-    /// duration for the others (k6's `exec.scenario.progress`).
-    pub fn progress(&self) -> f64 {
-        let Some((t, _)) = self.started() else {
-            return 0.0;
-        };
-        let p = match self.spec.executor.total_iterations() {
-            Some(n) if n > 0 => {
-                let by_iter = (self.completed() + self.interrupted()) as f64 / n as f64;
-                let by_time = t.elapsed().as_secs_f64()
-                    / self.spec.executor.duration().as_secs_f64().max(1e-9);
-                by_iter.max(by_time)
-            }
-            _ => t.elapsed().as_secs_f64() / self.spec.executor.duration().as_secs_f64().max(1e-9),
-        };
-        p.clamp(0.0, 1.0)
-    }
-}
-
-/// A scenario's final counts.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ScenarioStats {
-    pub name: String,
-    pub executor: &'static str,
-    pub completed: u64,
-    pub interrupted: u64,
-    pub dropped: u64,
-}
-
 /// Which part of the lifecycle a [`VuBody::run`] call is.
 #[derive(Clone, Debug)]
 pub enum Phase {
@@ -189,68 +109,6 @@ pub struct IterCtx {
     pub scenario: usize,
     pub iteration: u64,
     pub stop: StopToken,
-}
-
-/// Tells an iteration that it must give up what it waits on: its graceful time is over, or
-/// the whole run is stopping hard (second Ctrl-C, graceful stop over after an abort).
-#[derive(Clone, Debug)]
-pub struct StopToken {
-    hard_at: Option<Instant>,
-    /// `hard_at` comes before the scenario's own hard stop (a ramp-down), so waiting needs a
-    /// timer; otherwise the worker's watcher wakes `wake` at the scenario's hard stop, which
-    /// spares every request a timer of its own.
-    own_timer: bool,
-    global: Arc<AtomicBool>,
-    wake: Rc<HardStop>,
-}
-
-/// A scenario's hard stop on one worker, as its watcher saw it.
-#[derive(Debug, Default)]
-struct HardStop {
-    notify: Notify,
-    /// Set by the watcher when it wakes `notify` (its hard stop has passed).
-    fired: Cell<bool>,
-}
-
-impl StopToken {
-    /// Cheap enough for a JS interrupt handler: an atomic load and a clock read. (The
-    /// clock, not the watcher's flag: a busy script keeps the watcher from running.)
-    pub fn is_stopped(&self) -> bool {
-        self.global.load(Ordering::Relaxed)
-            || self.wake.fired.get()
-            || self.hard_at.is_some_and(|t| Instant::now() >= t)
-    }
-
-    /// [`StopToken::is_stopped`] as the watcher saw it: no clock read unless this token has
-    /// a deadline of its own. For waits, which let the watcher run.
-    fn is_stopped_waiting(&self) -> bool {
-        self.global.load(Ordering::Relaxed)
-            || self.wake.fired.get()
-            || (self.own_timer && self.hard_at.is_some_and(|t| Instant::now() >= t))
-    }
-
-    /// Completes when the token is stopped (at the latest one watcher tick, 20 ms, after
-    /// [`StopToken::is_stopped`] became true). Every request and sleep of a VU waits on this
-    /// beside its own future, so it reads no clock in the common case.
-    pub async fn stopped(&self) {
-        loop {
-            let n = self.wake.notify.notified();
-            tokio::pin!(n);
-            n.as_mut().enable();
-            if self.is_stopped_waiting() {
-                return;
-            }
-            match self.hard_at.filter(|_| self.own_timer) {
-                Some(t) => {
-                    tokio::select! {
-                        _ = n => {}
-                        _ = tokio::time::sleep_until(t.into()) => {}
-                    }
-                }
-                None => n.await,
-            }
-        }
-    }
 }
 
 /// How one [`VuBody::run`] call ended.
@@ -277,7 +135,12 @@ pub struct WorkerEnv {
     stop_wake: Rc<Notify>,
     /// Per scenario: woken at its hard stop (end + gracefulStop) or the run's.
     hard_wake: Rc<Vec<Rc<HardStop>>>,
+    /// Woken when the user interrupts (Ctrl-C, SIGTERM): idle waits end.
+    soft_wake: Rc<HardStop>,
     hard: Arc<AtomicBool>,
+    ctl: RunControl,
+    /// Per worker: what its VUs wait on (for the stop message).
+    waits: Arc<[WaitCounts]>,
 }
 
 impl WorkerEnv {
@@ -286,14 +149,38 @@ impl WorkerEnv {
         self.hard.load(Ordering::Relaxed)
     }
 
+    /// The user interrupted the run (Ctrl-C, SIGTERM): VU init code stops too.
+    pub fn is_interrupted(&self) -> bool {
+        self.ctl.was_interrupted()
+    }
+
+    /// This worker's wait counters: a body counts its waits here (requests, sleeps).
+    pub fn waits(&self) -> &WaitCounts {
+        &self.waits[self.worker]
+    }
+
+    /// The stop signal of `setup()` (`teardown: false`) or `teardown()`: the phase's
+    /// timeout, the user's interrupt (setup: at once; teardown: after a grace, as k6 still
+    /// runs teardown after Ctrl-C), a hard stop.
+    pub fn lifecycle_token(&self, timeout: Duration, teardown: bool) -> StopToken {
+        StopToken::lifecycle(self.ctl.clone(), timeout, !teardown)
+    }
+
     /// The stop signal of an iteration of scenario `sc` that must end by `hard_at`
     /// (`scenario_hard`: the scenario's own hard stop, which the watcher signals).
     fn token(&self, sc: usize, hard_at: Instant, scenario_hard: Instant) -> StopToken {
+        let grace = self.scenarios[sc].spec.graceful_stop.min(INTERRUPT_GRACE);
         StopToken {
             hard_at: Some(hard_at),
             own_timer: hard_at < scenario_hard,
             global: self.hard.clone(),
             wake: self.hard_wake[sc].clone(),
+            soft_wake: self.soft_wake.clone(),
+            ctl: self.ctl.clone(),
+            soft: true,
+            grace,
+            begun: Instant::now(),
+            poll: false,
         }
     }
 }
@@ -375,6 +262,7 @@ struct Shared<F> {
     initialized: AtomicU64,
     aborted: std::sync::Mutex<Option<(String, String)>>,
     teardown_error: std::sync::Mutex<Option<String>>,
+    waits: Arc<[WaitCounts]>,
 }
 
 impl<F> Shared<F> {
@@ -433,6 +321,16 @@ pub fn run_vus_with<F: VuFactory>(
         n => n,
     }
     .clamp(1, max_vus.max(1) as usize);
+    let status = ctl.status();
+    status.set_phase(RunPhase::Init);
+    status.vus_created.store(0, Ordering::Relaxed);
+    let planned: u64 = plan
+        .scenarios
+        .iter()
+        .map(|s| s.executor.initial_vus())
+        .sum();
+    status.vus_planned.store(planned, Ordering::Relaxed);
+    let waits = status.new_workers(threads);
     let shared = Arc::new(Shared {
         plan: plan.clone(),
         factory,
@@ -457,6 +355,7 @@ pub fn run_vus_with<F: VuFactory>(
         initialized: AtomicU64::new(0),
         aborted: Default::default(),
         teardown_error: Default::default(),
+        waits,
     });
     let started = SystemTime::now();
     let (tx, rx) = mpsc::channel();
@@ -465,7 +364,7 @@ pub fn run_vus_with<F: VuFactory>(
         let (wtx, wshared) = (tx.clone(), shared.clone());
         let j = std::thread::Builder::new()
             .name(format!("volley-vu-{w}"))
-            .spawn(move || worker(w, wshared, wtx));
+            .spawn(move || worker::worker(w, wshared, wtx));
         match j {
             Ok(j) => joins.push(j),
             Err(e) => {
@@ -482,434 +381,12 @@ pub fn run_vus_with<F: VuFactory>(
     // The monitor sampler reports through the same channel (see `coordinate`).
     let monitor_tx = (!plan.monitor.specs.is_empty()).then(|| tx.clone());
     drop(tx);
-    let result = coordinate(&shared, rx, started, hook, monitor_tx);
+    let result = coordinate::coordinate(&shared, rx, started, hook, monitor_tx);
     for j in joins {
         let _ = j.join();
     }
+    ctl.status().set_phase(RunPhase::Finishing);
     Ok(result)
-}
-
-fn coordinate<F: VuFactory>(
-    s: &Shared<F>,
-    rx: mpsc::Receiver<Msg>,
-    started: SystemTime,
-    mut hook: Option<TickHook<'_>>,
-    monitor_tx: Option<mpsc::Sender<Msg>>,
-) -> VuRunResult {
-    let threads = s.threads;
-    // The coordinator is the aggregator's extra "worker" for the vus gauges; the monitor
-    // sampler, when there is one, the next.
-    let me = threads;
-    let workers = threads + 1 + usize::from(monitor_tx.is_some());
-    let mut agg = Aggregator::new(workers, volley_metrics::series::DEFAULT_MAX_POINTS);
-    let mut rec = Recorder::new();
-    let vus_h = rec.handle(MetricKey::new("vus"), MetricKind::Gauge, Unit::Default);
-    let vus_max_h = rec.handle(MetricKey::new("vus_max"), MetricKind::Gauge, Unit::Default);
-
-    // Init: every worker creates its VUs.
-    let mut ready = 0;
-    let mut init_err = None;
-    while ready < threads {
-        match rx.recv() {
-            Ok(Msg::Ready { err, .. }) => {
-                ready += 1;
-                if init_err.is_none() {
-                    init_err = err;
-                }
-            }
-            Ok(_) => {}
-            Err(_) => break,
-        }
-    }
-    if let Some(e) = init_err {
-        *s.aborted.lock().unwrap() = Some(("init".into(), e));
-        s.start_gate.store(ABORT, Ordering::SeqCst);
-    } else {
-        let _ = s.start.set(Instant::now());
-        s.start_gate.store(GO, Ordering::SeqCst);
-    }
-    let start = *s.start.get_or_init(Instant::now);
-    let monitor_stop = Arc::new(AtomicBool::new(false));
-    let sampler = monitor_tx.and_then(|tx| spawn_monitor(s, tx, start, &monitor_stop));
-    if sampler.is_none() {
-        // No sampler (none asked for, or it could not start): nothing to wait for.
-        agg.worker_done(me + 1);
-    }
-    // After a stop (Ctrl-C, abort), each scenario's iterations get its own gracefulStop (the
-    // workers' watchers interrupt them); the run itself ends at the longest one at the latest.
-    let grace = s
-        .plan
-        .scenarios
-        .iter()
-        .map(|x| x.graceful_stop)
-        .max()
-        .unwrap_or(crate::executor::GRACEFUL_STOP);
-
-    let mut done = vec![false; threads];
-    let mut iter_done = 0;
-    let mut ticks = 0u64;
-    let mut stop_at: Option<Instant> = None;
-    let mut elapsed = None;
-    while done.iter().any(|d| !d) {
-        match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(Msg::Snapshot {
-                worker,
-                interval,
-                snap,
-            }) => agg.add(worker, interval, snap),
-            Ok(Msg::IterationsDone) => {
-                iter_done += 1;
-                if iter_done == threads {
-                    elapsed = Some(start.elapsed());
-                    s.teardown_gate.store(true, Ordering::SeqCst);
-                }
-            }
-            Ok(Msg::Done { worker }) => {
-                done[worker] = true;
-                agg.worker_done(worker);
-            }
-            Ok(Msg::Ready { .. }) => {}
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        }
-        let now = Instant::now();
-        if s.ctl.is_stopped() && stop_at.is_none() {
-            stop_at = Some(now);
-        }
-        let graceful_over = stop_at.is_some_and(|t| now >= t + grace);
-        if (graceful_over || s.ctl.is_hard_stopped()) && !s.hard.load(Ordering::Relaxed) {
-            s.hard.store(true, Ordering::SeqCst);
-        }
-        // The vus gauges, once per second of run time.
-        while now >= start + Duration::from_secs(ticks + 1) && elapsed.is_none() {
-            let now_active = s.active.load(Ordering::Relaxed);
-            let peak = s.peak.swap(now_active, Ordering::Relaxed).max(now_active);
-            let vus_max = s.initialized.load(Ordering::Relaxed);
-            rec.add(vus_h, peak as f64);
-            rec.add(vus_max_h, vus_max as f64);
-            agg.add(me, ticks, rec.snapshot());
-            ticks += 1;
-            if let Some(h) = hook.as_mut() {
-                let tick = Tick {
-                    agg: &agg,
-                    elapsed: start.elapsed(),
-                    scenarios: &s.scen,
-                    vus: now_active,
-                    vus_max,
-                };
-                if h(&tick) && !s.ctl.is_stopped() {
-                    s.ctl.stop();
-                }
-            }
-        }
-    }
-    if ticks == 0 && s.start_gate.load(Ordering::SeqCst) == GO {
-        // A run shorter than a second still reports its VUs.
-        rec.add(vus_h, s.peak.load(Ordering::Relaxed) as f64);
-        rec.add(vus_max_h, s.initialized.load(Ordering::Relaxed) as f64);
-        agg.add(me, 0, rec.snapshot());
-    }
-    agg.worker_done(me);
-    if let Some(j) = sampler {
-        // Its last snapshot (the end value) is in the channel once the thread is gone.
-        monitor_stop.store(true, Ordering::Relaxed);
-        let _ = j.join();
-        while let Ok(m) = rx.try_recv() {
-            if let Msg::Snapshot {
-                worker,
-                interval,
-                snap,
-            } = m
-            {
-                agg.add(worker, interval, snap);
-            }
-        }
-        agg.worker_done(me + 1);
-    }
-    let (metrics, series) = agg.finish();
-    VuRunResult {
-        metrics,
-        series,
-        elapsed: elapsed.unwrap_or_else(|| start.elapsed()),
-        started,
-        ended: SystemTime::now(),
-        interrupted: s.ctl.was_interrupted(),
-        aborted: s.aborted.lock().unwrap().take(),
-        teardown_error: s.teardown_error.lock().unwrap().take(),
-        scenarios: s
-            .scen
-            .iter()
-            .map(|x| ScenarioStats {
-                name: x.spec.name.clone(),
-                executor: x.spec.executor.name(),
-                completed: x.completed(),
-                interrupted: x.interrupted(),
-                dropped: x.dropped(),
-            })
-            .collect(),
-    }
-}
-
-/// Start the `--monitor` sampler as aggregator worker `threads + 1` (None when init failed
-/// or the thread cannot start: the run goes on without it).
-fn spawn_monitor<F: VuFactory>(
-    s: &Shared<F>,
-    tx: mpsc::Sender<Msg>,
-    start: Instant,
-    stop: &Arc<AtomicBool>,
-) -> Option<std::thread::JoinHandle<()>> {
-    if s.start_gate.load(Ordering::SeqCst) != GO {
-        return None;
-    }
-    let worker = s.threads + 1;
-    let send = move |interval, snap, tick: Option<volley_monitor::Tick>| {
-        for n in tick.iter().flat_map(|t| &t.notes) {
-            eprintln!("volley: monitor: {n}");
-        }
-        let _ = tx.send(Msg::Snapshot {
-            worker,
-            interval,
-            snap,
-        });
-    };
-    let m = &s.plan.monitor;
-    volley_monitor::spawn_sampler(m.specs.clone(), m.interval, start, stop.clone(), send)
-        .map_err(|e| eprintln!("volley: cannot start the monitor thread: {e}"))
-        .ok()
-}
-
-/// One scenario's VUs on one worker: those created at init, and (arrival-rate) the ids it may
-/// still create.
-struct Pool<B> {
-    ready: Vec<(u64, B)>,
-    spare: Vec<u64>,
-}
-
-fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sender<Msg>) {
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            let _ = tx.send(Msg::Ready {
-                err: Some(format!("cannot start a runtime: {e}")),
-            });
-            let _ = tx.send(Msg::IterationsDone);
-            let _ = tx.send(Msg::Done { worker: id });
-            return;
-        }
-    };
-    let env = WorkerEnv {
-        worker: id,
-        recorder: Rc::new(RefCell::new(Recorder::new())),
-        scenarios: s.scen.clone(),
-        stop_wake: Rc::new(Notify::new()),
-        hard_wake: Rc::new(
-            s.plan
-                .scenarios
-                .iter()
-                .map(|_| Rc::new(HardStop::default()))
-                .collect(),
-        ),
-        hard: s.hard.clone(),
-    };
-    let local = tokio::task::LocalSet::new();
-    // Bodies are created inside the runtime context (they may spawn or use timers later).
-    let _guard = rt.enter();
-    let mut err = None;
-    let lifecycle = if id == 0 {
-        match s.factory.create(&env, 0, None) {
-            Ok(b) => Some(b),
-            Err(e) => {
-                err = Some(e);
-                None
-            }
-        }
-    } else {
-        None
-    };
-    let mut pools: Vec<Pool<F::Body>> = Vec::new();
-    for (sc, spec) in s.plan.scenarios.iter().enumerate() {
-        let mut pool = Pool {
-            ready: Vec::new(),
-            spare: Vec::new(),
-        };
-        let initial = spec.executor.initial_vus();
-        for slot in 0..spec.executor.max_vus() {
-            let vu = s.blocks[sc] + slot + 1;
-            if s.owner(vu) != id {
-                continue;
-            }
-            if slot >= initial {
-                pool.spare.push(vu);
-                continue;
-            }
-            if err.is_some() || s.start_gate.load(Ordering::Relaxed) == ABORT {
-                break;
-            }
-            match s.factory.create(&env, vu, Some(sc)) {
-                Ok(b) => {
-                    s.initialized.fetch_add(1, Ordering::Relaxed);
-                    pool.ready.push((vu, b));
-                }
-                Err(e) => err = Some(e),
-            }
-        }
-        // Lazily created VUs come lowest id first.
-        pool.spare.reverse();
-        pools.push(pool);
-    }
-    trim_heap();
-    let failed = err.is_some();
-    let _ = tx.send(Msg::Ready { err });
-    while s.start_gate.load(Ordering::SeqCst) == WAIT {
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    if failed || s.start_gate.load(Ordering::SeqCst) == ABORT {
-        drop(pools);
-        drop(lifecycle);
-        let _ = tx.send(Msg::IterationsDone);
-        let _ = tx.send(Msg::Done { worker: id });
-        return;
-    }
-    let start = *s.start.get().expect("set before GO");
-    let ticks = Rc::new(Cell::new(0u64));
-    let mut lifecycle = lifecycle;
-    local.block_on(&rt, async {
-        let ticker = {
-            let (rec, ticks, tx) = (env.recorder.clone(), ticks.clone(), tx.clone());
-            tokio::task::spawn_local(async move {
-                let mut iv = tokio::time::interval_at(
-                    (start + Duration::from_secs(1)).into(),
-                    Duration::from_secs(1),
-                );
-                iv.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                loop {
-                    iv.tick().await;
-                    let snap = rec.borrow_mut().snapshot();
-                    let interval = ticks.get();
-                    ticks.set(interval + 1);
-                    let _ = tx.send(Msg::Snapshot {
-                        worker: id,
-                        interval,
-                        snap,
-                    });
-                }
-            })
-        };
-        // Turns the coordinator's stop flags into wake-ups for this worker's waiters.
-        let watcher = {
-            let (env, s) = (env.clone(), s.clone());
-            tokio::task::spawn_local(async move {
-                // When this watcher first saw the run stop (Ctrl-C, an abort): from then on
-                // each scenario's running iterations get that scenario's own gracefulStop.
-                let mut stopped: Option<Instant> = None;
-                let mut fired = vec![false; s.plan.scenarios.len()];
-                loop {
-                    if stopped.is_none() && s.ctl.is_stopped() {
-                        stopped = Some(Instant::now());
-                        env.stop_wake.notify_waiters();
-                    }
-                    let hard = s.hard.load(Ordering::Relaxed);
-                    let now = Instant::now();
-                    for (sc, f) in fired.iter_mut().enumerate() {
-                        let grace = s.plan.scenarios[sc].graceful_stop;
-                        let due =
-                            s.t0.get()
-                                .is_some_and(|t0| now >= scenario_hard(&s, sc, *t0))
-                                || stopped.is_some_and(|t| now >= t + grace);
-                        if !*f && (hard || due) {
-                            *f = true;
-                            env.hard_wake[sc].fired.set(true);
-                            env.hard_wake[sc].notify.notify_waiters();
-                        }
-                    }
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-            })
-        };
-
-        // Setup on worker 0; everyone else waits for its verdict.
-        if id == 0 {
-            let verdict = match lifecycle.as_mut() {
-                Some(b) => b.run(Phase::Setup).await,
-                None => Outcome::Ok,
-            };
-            let _ = s.t0.set(Instant::now());
-            match verdict {
-                Outcome::Abort(e) | Outcome::Error(e) => {
-                    *s.aborted.lock().unwrap() = Some(("setup".into(), e));
-                    s.setup_gate.store(ABORT, Ordering::SeqCst);
-                }
-                Outcome::Interrupted => s.setup_gate.store(ABORT, Ordering::SeqCst),
-                Outcome::Ok => s.setup_gate.store(GO, Ordering::SeqCst),
-            }
-        }
-        while s.setup_gate.load(Ordering::SeqCst) == WAIT {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-        if s.setup_gate.load(Ordering::SeqCst) == GO {
-            let mut tasks = Vec::new();
-            for (sc, pool) in pools.drain(..).enumerate() {
-                let spec = &s.plan.scenarios[sc];
-                if pool.ready.is_empty() && pool.spare.is_empty() {
-                    continue;
-                }
-                let h = Rc::new(IterHandles::new(&s, &env, sc));
-                if spec.executor.arrivals().is_some() {
-                    tasks.push(tokio::task::spawn_local(arrivals(
-                        s.clone(),
-                        env.clone(),
-                        sc,
-                        pool,
-                        h,
-                    )));
-                } else {
-                    for (vu, body) in pool.ready {
-                        tasks.push(tokio::task::spawn_local(vu_loop(
-                            s.clone(),
-                            env.clone(),
-                            sc,
-                            vu,
-                            body,
-                            h.clone(),
-                        )));
-                    }
-                }
-            }
-            for t in tasks {
-                let _ = t.await;
-            }
-        }
-        let _ = tx.send(Msg::IterationsDone);
-        if id == 0 {
-            while !s.teardown_gate.load(Ordering::SeqCst) {
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-            if s.setup_gate.load(Ordering::SeqCst) == GO {
-                if let Some(b) = lifecycle.as_mut() {
-                    match b.run(Phase::Teardown).await {
-                        Outcome::Ok | Outcome::Interrupted => {}
-                        Outcome::Error(e) | Outcome::Abort(e) => {
-                            *s.teardown_error.lock().unwrap() = Some(e)
-                        }
-                    }
-                }
-            }
-        }
-        ticker.abort();
-        watcher.abort();
-    });
-    drop(pools);
-    drop(lifecycle);
-    let snap = env.recorder.borrow_mut().snapshot();
-    let _ = tx.send(Msg::Snapshot {
-        worker: id,
-        interval: ticks.get(),
-        snap,
-    });
-    let _ = tx.send(Msg::Done { worker: id });
 }
 
 /// When scenario `sc`'s iterations are interrupted: its end plus its `gracefulStop`.
@@ -1186,7 +663,10 @@ async fn arrivals<F: VuFactory>(
                             Some((id, b))
                         }
                         Err(e) => {
-                            s.abort("init", e);
+                            // Ctrl-C cut the new VU's init: that is no script error.
+                            if !s.ctl.was_interrupted() {
+                                s.abort("init", e);
+                            }
                             break;
                         }
                     },
@@ -1283,5 +763,9 @@ fn start_offset(vu: u64, max_vus: u64) -> Duration {
     window.mul_f64((vu - 1) as f64 / max_vus as f64)
 }
 
+mod coordinate;
+mod state;
+mod stop;
 #[cfg(test)]
 mod tests;
+mod worker;

@@ -400,7 +400,15 @@ fn turns<'js>(ctx: &Ctx<'js>, st: &VuState, module: Option<&Promise<'js>>) -> rq
         let deadline = p.timers.borrow().first_key_value().map(|(k, _)| k.0);
         let done = if in_task {
             let ops = std::mem::take(&mut *p.ops.borrow_mut());
-            match st.wait(next_events(ops, deadline)) {
+            // Only timers pending: an idle wait, which Ctrl-C ends at once.
+            let idle = ops.is_empty();
+            let events = next_events(ops, deadline);
+            let woken = if idle {
+                st.wait_idle(events)
+            } else {
+                st.wait(events)
+            };
+            match woken {
                 Some((ops, done)) => {
                     *p.ops.borrow_mut() = ops;
                     done
@@ -416,7 +424,14 @@ fn turns<'js>(ctx: &Ctx<'js>, st: &VuState, module: Option<&Promise<'js>>) -> rq
                 ));
             }
             if let Some(at) = deadline {
-                std::thread::sleep(at.saturating_duration_since(Instant::now()));
+                // In slices, so that Ctrl-C during VU init is not held up by a timer.
+                while let Some(left) = at.checked_duration_since(Instant::now()) {
+                    if st.halted() {
+                        st.interrupted.set(true);
+                        return Ok(());
+                    }
+                    std::thread::sleep(left.min(Duration::from_millis(20)));
+                }
             }
             Vec::new()
         };

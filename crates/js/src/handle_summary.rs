@@ -14,9 +14,11 @@ pub type Outputs = Vec<(String, Vec<u8>)>;
 pub(crate) fn call(
     shared: &Arc<ScriptShared>,
     data: &serde_json::Value,
+    ctl: &volley_engine::RunControl,
 ) -> Result<Option<Outputs>, String> {
     let rt = Runtime::new().map_err(|e| format!("cannot start QuickJS: {e}"))?;
     rt.set_max_stack_size(crate::vu::JS_STACK);
+    rt.set_interrupt_handler(Some(stop_on_signal(ctl)));
     rt.set_loader(
         ModResolver,
         BytecodeLoader {
@@ -25,6 +27,7 @@ pub(crate) fn call(
     );
     let ctx = Context::full(&rt).map_err(|e| format!("cannot start QuickJS: {e}"))?;
     let state = VuState::new_init(shared.clone());
+    *state.halt.borrow_mut() = Some(stop_on_signal(ctl));
     crate::event_loop::track_rejections(&rt, &state);
     let out = ctx.with(|ctx| -> Result<Option<Outputs>, String> {
         install_globals(&ctx, &state).map_err(|e| script::describe(&ctx, e))?;
@@ -58,6 +61,9 @@ pub(crate) fn call(
         // An async handleSummary returns a promise: its value (timers run, as in k6).
         let r: Value = crate::event_loop::settle(&ctx, &state, f.call((arg,)))
             .map_err(|e| script::describe(&ctx, e))?;
+        if state.interrupted.get() {
+            return Err("interrupted while waiting for a timer".into());
+        }
         if r.is_undefined() || r.is_null() {
             return Ok(Some(Vec::new()));
         }
@@ -148,4 +154,17 @@ pub fn write_outputs(outs: &Outputs) -> Result<(), String> {
         "handleSummary: could not save some summary information:\n\t- {}",
         errs.join("\n\t- ")
     ))
+}
+
+/// The interrupt handler of `handleSummary`: a Ctrl-C that comes while it runs stops it (the
+/// default summary is printed instead); after a second Ctrl-C during the run it gets 0.5 s.
+fn stop_on_signal(ctl: &volley_engine::RunControl) -> Box<dyn Fn() -> bool + Send> {
+    let ctl = ctl.clone();
+    let (was_int, was_hard) = (ctl.was_interrupted(), ctl.is_hard_stopped());
+    let began = std::time::Instant::now();
+    Box::new(move || {
+        (ctl.was_interrupted() && !was_int)
+            || (ctl.is_hard_stopped() && !was_hard)
+            || (was_hard && began.elapsed() > std::time::Duration::from_millis(500))
+    })
 }

@@ -99,6 +99,9 @@ pub enum RunError {
     Other(String),
     /// `setup()` ran past `setupTimeout` (k6 exit code 100).
     SetupTimeout(String),
+    /// Ctrl-C/SIGTERM before the test started (while the script's init code ran): nothing
+    /// was recorded (k6 exit code 105).
+    Interrupted(String),
 }
 
 /// k6's message for a setup/teardown timeout (`volley run` maps it to exit 100/101).
@@ -120,7 +123,8 @@ impl std::fmt::Display for RunError {
             RunError::Script(s)
             | RunError::Config(s)
             | RunError::Other(s)
-            | RunError::SetupTimeout(s) => f.write_str(s),
+            | RunError::SetupTimeout(s)
+            | RunError::Interrupted(s) => f.write_str(s),
         }
     }
 }
@@ -148,6 +152,8 @@ pub struct RunOutput {
     /// Crossed thresholds with `abortOnFail` stopped the test (k6's message).
     pub threshold_abort: Option<String>,
     shared: Arc<vu::ScriptShared>,
+    /// Ctrl-C during `handleSummary` interrupts it.
+    ctl: RunControl,
 }
 
 impl RunOutput {
@@ -179,7 +185,11 @@ impl RunOutput {
         stdout_tty: bool,
         stderr_tty: bool,
     ) -> Result<Option<handle_summary::Outputs>, String> {
-        handle_summary::call(&self.shared, &summary.data(stdout_tty, stderr_tty))
+        handle_summary::call(
+            &self.shared,
+            &summary.data(stdout_tty, stderr_tty),
+            &self.ctl,
+        )
     }
 }
 
@@ -192,7 +202,15 @@ pub fn run(
     command: Vec<String>,
     ctl: &RunControl,
 ) -> Result<RunOutput, RunError> {
-    let mut script = script::load(path, env).map_err(|e| RunError::Script(e.0))?;
+    ctl.status()
+        .set_phase(volley_engine::control::RunPhase::Init);
+    let mut script = script::load_interruptible(path, env, Some(ctl)).map_err(|e| {
+        if ctl.was_interrupted() {
+            RunError::Interrupted("interrupted while the script's init code ran".into())
+        } else {
+            RunError::Script(e.0)
+        }
+    })?;
     // k6's summary flags replace the script's options (validated with them by `resolve`).
     for (key, v) in [
         (
@@ -480,5 +498,6 @@ pub fn run(
         aborted: r.aborted.map(|(_, e)| e),
         threshold_abort,
         shared: script.shared.clone(),
+        ctl: ctl.clone(),
     })
 }

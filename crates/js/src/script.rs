@@ -70,6 +70,15 @@ pub struct Script {
 
 /// Compile `path` and run its init code once. `env` becomes `__ENV`.
 pub fn load(path: &Path, env: BTreeMap<String, String>) -> Result<Script, ScriptError> {
+    load_interruptible(path, env, None)
+}
+
+/// [`load`], with init code that Ctrl-C on `ctl` interrupts (a busy or slow init).
+pub fn load_interruptible(
+    path: &Path,
+    env: BTreeMap<String, String>,
+    ctl: Option<&volley_engine::RunControl>,
+) -> Result<Script, ScriptError> {
     let main = normalize(&path.to_string_lossy());
     let source = std::fs::read_to_string(path)
         .map_err(|e| ScriptError(format!("cannot read script {}: {e}", path.display())))?;
@@ -77,6 +86,9 @@ pub fn load(path: &Path, env: BTreeMap<String, String>) -> Result<Script, Script
     let shared = Arc::new(ScriptShared::new(main.clone(), env));
     let rt = Runtime::new().map_err(|e| ScriptError(format!("cannot start QuickJS: {e}")))?;
     rt.set_max_stack_size(crate::vu::JS_STACK);
+    if let Some(ctl) = ctl.cloned() {
+        rt.set_interrupt_handler(Some(Box::new(move || ctl.was_interrupted())));
+    }
     rt.set_loader(
         ModResolver,
         CompilingLoader {

@@ -11,6 +11,9 @@
 //! never dropped while suspended ([`JsVu`]'s `Drop` resumes it with `Exit` and lets it
 //! finish); on a hard stop the pending future is dropped and the coroutine resumed with
 //! `Cancelled`, so the native call throws and the iteration unwinds.
+//!
+//! Here: the VU's state, its natives, the coroutine's body (init, then one command at a
+//! time). The engine-facing [`JsVu`] (resuming, cancelling, timeouts) is in `body`.
 
 use crate::script::{self, BytecodeLoader, ModResolver, ScriptError};
 use corosensei::stack::DefaultStack;
@@ -29,6 +32,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use volley_engine::vus::{Outcome, Phase, StopToken, VuBody, VuFactory, WorkerEnv};
 use volley_metrics::{MetricKey, MetricKind, Recorder, TagSet, Unit};
+
+mod body;
+pub use body::JsVu;
 
 /// Coroutine stack per VU (virtual memory; only touched pages cost RSS).
 pub(crate) const CO_STACK: usize = 1024 * 1024;
@@ -135,6 +141,9 @@ pub(crate) struct VuState {
     cancellable: Cell<bool>,
     /// Set when a wait was cancelled: the current call ends as `Interrupted`.
     pub(crate) interrupted: Cell<bool>,
+    /// The wait being suspended on is idle (`sleep`, timers): Ctrl-C ends it at once, while
+    /// a request gets a short grace.
+    idle_wait: Cell<bool>,
     /// Current group path ("" at the root, "::a::b" inside nested groups) and start times.
     pub(crate) group: RefCell<String>,
     /// The group path as a number (an index into `groups`): series caches compare this.
@@ -148,6 +157,9 @@ pub(crate) struct VuState {
     pub(crate) ext: crate::modules::VuExt,
     /// Timers and async operations of the running call (`crate::event_loop`).
     pub(crate) pending: crate::event_loop::Pending,
+    /// Outside a VU task (`handleSummary`): when a signal means its timers must not be
+    /// waited for.
+    pub(crate) halt: RefCell<Option<Box<dyn Fn() -> bool>>>,
 }
 
 impl VuState {
@@ -174,6 +186,7 @@ impl VuState {
             in_init: Cell::new(true),
             cancellable: Cell::new(false),
             interrupted: Cell::new(false),
+            idle_wait: Cell::new(false),
             group: RefCell::new(String::new()),
             group_id: Cell::new(0),
             groups: RefCell::new(vec![String::new()]),
@@ -182,16 +195,42 @@ impl VuState {
             http: RefCell::new(crate::http::VuHttp::default()),
             ext: Default::default(),
             pending: Default::default(),
+            halt: RefCell::new(None),
         }
     }
 
-    /// Suspend this VU until `fut` is done. `None`: cancelled (hard stop), or no coroutine
-    /// (the init run, where waiting is not allowed).
+    /// Suspend this VU until `fut` (a request) is done. `None`: cancelled (stopped, or the
+    /// grace after Ctrl-C is over), or no coroutine (the init run, where waiting is not
+    /// allowed).
     pub(crate) fn wait<T: 'static>(&self, fut: impl Future<Output = T> + 'static) -> Option<T> {
+        self.wait_as(fut, false)
+    }
+
+    /// [`VuState::wait`] for an idle wait (`sleep`, timers): Ctrl-C ends it at once.
+    pub(crate) fn wait_idle<T: 'static>(
+        &self,
+        fut: impl Future<Output = T> + 'static,
+    ) -> Option<T> {
+        self.wait_as(fut, true)
+    }
+
+    fn wait_as<T: 'static>(&self, fut: impl Future<Output = T> + 'static, idle: bool) -> Option<T> {
         let y = self.yielder.get();
         if y.is_null() || self.interrupted.get() {
             return None;
         }
+        // After Ctrl-C nothing new starts waiting (a script that caught the interruption);
+        // a stopped token cancels the wait at its first poll.
+        let interrupted = self
+            .stop
+            .borrow()
+            .as_ref()
+            .is_some_and(|t| t.is_interrupted());
+        if self.cancellable.get() && interrupted {
+            self.interrupted.set(true);
+            return None;
+        }
+        self.idle_wait.set(idle);
         let fut: BoxFuture = Box::pin(async move { Box::new(fut.await) as Box<dyn Any> });
         // SAFETY: the yielder lives as long as the coroutine body, and natives only run
         // inside that body (on the coroutine's stack).
@@ -203,6 +242,12 @@ impl VuState {
                 None
             }
         }
+    }
+
+    /// Must a wait outside a VU task (init code, `handleSummary`) end now (Ctrl-C)?
+    pub(crate) fn halted(&self) -> bool {
+        self.env.as_ref().is_some_and(|e| e.is_interrupted())
+            || self.halt.borrow().as_ref().is_some_and(|h| h())
     }
 
     /// `group` changed: look its id up (or give it the next one).
@@ -304,7 +349,7 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
                     return Err(throw(&ctx, "sleep() is not allowed in the init context"));
                 }
                 let d = Duration::from_secs_f64(if secs.is_finite() { secs.max(0.0) } else { 0.0 });
-                match st.wait(tokio::time::sleep(d)) {
+                match st.wait_idle(tokio::time::sleep(d)) {
                     Some(()) => Ok(()),
                     None => Err(throw(&ctx, "test interrupted")),
                 }
@@ -344,7 +389,8 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
                 };
                 let took = t0.elapsed();
                 let tags = st.base_tags();
-                {
+                // An interrupted group has no duration (k6 drops samples of a cut iteration).
+                if !st.interrupted.get() {
                     let mut rec = st.rec.borrow_mut();
                     let h = rec.handle(
                         MetricKey {
@@ -513,139 +559,6 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
     Ok(())
 }
 
-/// The body the engine drives: a coroutine plus the bookkeeping to resume it.
-pub struct JsVu {
-    co: Option<Co>,
-    state: Rc<VuState>,
-}
-
-impl JsVu {
-    fn new(
-        id: u64,
-        shared: Arc<ScriptShared>,
-        env: &WorkerEnv,
-        scenario: Option<usize>,
-    ) -> Result<JsVu, ScriptError> {
-        let state = Rc::new(VuState::new(
-            id,
-            shared,
-            env.recorder.clone(),
-            Some(env.clone()),
-            scenario,
-        ));
-        let st = state.clone();
-        let stack = DefaultStack::new(CO_STACK)
-            .map_err(|e| ScriptError(format!("cannot allocate a VU stack: {e}")))?;
-        let co = Coroutine::with_stack(stack, move |y: &Yielder<Resume, Yield>, first: Resume| {
-            st.yielder.set(y as *const _);
-            vu_main(y, &st, first);
-            st.yielder.set(std::ptr::null());
-        });
-        let mut vu = JsVu {
-            co: Some(co),
-            state,
-        };
-        match vu.resume_sync(Resume::Cmd(Cmd::Init)) {
-            Some(Outcome::Ok) => Ok(vu),
-            Some(Outcome::Abort(e)) | Some(Outcome::Error(e)) => Err(ScriptError(e)),
-            _ => Err(ScriptError("VU init did not finish".into())),
-        }
-    }
-
-    /// Resume without awaiting anything (init, exit): a wait there is cancelled.
-    fn resume_sync(&mut self, mut input: Resume) -> Option<Outcome> {
-        let co = self.co.as_mut()?;
-        // Bounded: each cancelled wait makes the script throw; a script that keeps
-        // catching and waiting again is cut off by the interrupt flag.
-        for _ in 0..10_000 {
-            match co.resume(input) {
-                CoroutineResult::Yield(Yield::Done(o)) => return Some(o),
-                CoroutineResult::Yield(Yield::Await(_)) => input = Resume::Cancelled,
-                CoroutineResult::Return(()) => {
-                    self.co = None;
-                    return None;
-                }
-            }
-        }
-        None
-    }
-}
-
-impl VuBody for JsVu {
-    async fn run(&mut self, phase: Phase) -> Outcome {
-        let token = match &phase {
-            Phase::Iteration(c) => Some(c.stop.clone()),
-            _ => None,
-        };
-        let cancellable = token.is_some();
-        self.state.cancellable.set(cancellable);
-        *self.state.stop.borrow_mut() = token.clone();
-        // k6 setupTimeout / teardownTimeout: a wait past the deadline is cancelled.
-        let limit = match phase {
-            Phase::Setup => Some(("setup", self.state.shared.settings().setup_timeout)),
-            Phase::Teardown => Some(("teardown", self.state.shared.settings().teardown_timeout)),
-            Phase::Iteration(_) => None,
-        };
-        let deadline = limit.map(|(_, d)| tokio::time::Instant::now() + d);
-        let mut timed_out = false;
-        let mut input = Resume::Cmd(Cmd::Run(phase));
-        loop {
-            let Some(co) = self.co.as_mut() else {
-                return Outcome::Abort("the VU has ended".into());
-            };
-            match co.resume(input) {
-                CoroutineResult::Yield(Yield::Done(o)) => {
-                    if let (true, Some((name, d))) = (timed_out, limit) {
-                        return Outcome::Abort(crate::timeout_message(name, d));
-                    }
-                    return o;
-                }
-                CoroutineResult::Return(()) => {
-                    self.co = None;
-                    return Outcome::Abort("the VU ended unexpectedly".into());
-                }
-                CoroutineResult::Yield(Yield::Await(fut)) => {
-                    input = if let Some(token) = &token {
-                        // `stopped()` first: a stopped token cancels without polling `fut`.
-                        tokio::select! {
-                            biased;
-                            _ = token.stopped() => Resume::Cancelled,
-                            v = fut => Resume::Value(v),
-                        }
-                    } else if let Some(deadline) = deadline.filter(|_| !timed_out) {
-                        tokio::select! {
-                            v = fut => Resume::Value(v),
-                            _ = tokio::time::sleep_until(deadline) => {
-                                timed_out = true;
-                                Resume::Cancelled
-                            }
-                        }
-                    } else if timed_out {
-                        Resume::Cancelled
-                    } else {
-                        Resume::Value(fut.await)
-                    };
-                }
-            }
-        }
-    }
-}
-
-impl Drop for JsVu {
-    fn drop(&mut self) {
-        // Never drop a suspended coroutine: let it leave its loop and free the runtime.
-        if self.co.is_some() {
-            let _ = self.resume_sync(Resume::Cmd(Cmd::Exit));
-        }
-        if let Some(co) = self.co.take() {
-            if co.started() && !co.done() {
-                // Should not happen; leaking is safer than unwinding through QuickJS frames.
-                std::mem::forget(co);
-            }
-        }
-    }
-}
-
 /// The coroutine's body: create the runtime here (QuickJS takes this stack's top), run init,
 /// then serve commands until `Exit`.
 fn vu_main(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, _first: Resume) {
@@ -667,8 +580,18 @@ fn vu_main(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, _first: Resume) {
     );
     {
         let st = st.clone();
+        // Busy scripts stop too: an iteration or setup at Ctrl-C, anything past its stop
+        // or timeout, VU init code at Ctrl-C. The call then counts as interrupted.
         rt.set_interrupt_handler(Some(Box::new(move || {
-            st.cancellable.get() && st.stop.borrow().as_ref().is_some_and(|t| t.is_stopped())
+            let cut = if st.cancellable.get() {
+                st.stop.borrow().as_ref().is_some_and(|t| t.must_end())
+            } else {
+                st.in_init.get() && st.env.as_ref().is_some_and(|e| e.is_interrupted())
+            };
+            if cut {
+                st.interrupted.set(true);
+            }
+            cut
         })));
     }
     crate::event_loop::track_rejections(&rt, st);
@@ -749,6 +672,12 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
                     st.enter_group("::setup");
                     let r = crate::event_loop::settle(ctx, st, f.call(()));
                     match r {
+                        _ if st.interrupted.get() => {
+                            if r.is_err() {
+                                let _ = ctx.catch();
+                            }
+                            Outcome::Interrupted
+                        }
                         Err(e) => {
                             let msg = script::describe(ctx, e);
                             Outcome::Abort(crate::modules::take_abort(st).unwrap_or(msg))
@@ -772,6 +701,12 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
                     let d = setup_data(ctx, st, &mut data);
                     let r = crate::event_loop::settle(ctx, st, f.call((d,)));
                     match r {
+                        _ if st.interrupted.get() => {
+                            if r.is_err() {
+                                let _ = ctx.catch();
+                            }
+                            Outcome::Interrupted
+                        }
                         Err(e) => Outcome::Error(script::describe(ctx, e)),
                         Ok(_) => Outcome::Ok,
                     }

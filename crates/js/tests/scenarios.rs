@@ -146,6 +146,21 @@ fn graceful_stop_interrupts_a_sleeping_iteration() {
     assert!(r.meta.duration_s < 10.0, "{}", r.meta.duration_s);
 }
 
+/// The same for an iteration that never waits: the interrupt handler cuts it, and it counts
+/// as interrupted, not as `iteration_errors` (it used to be reported as an exception).
+#[test]
+fn graceful_stop_interrupts_a_busy_iteration_without_an_error() {
+    let t = target();
+    let out = run("graceful_stop_busy.js", &t);
+    let r = &out.result;
+    assert_eq!(scenario_counts(&out, "spinning"), (0, 2, 0));
+    assert_eq!(counter(r, "iterations", &[]), 0.0);
+    assert!(
+        r.metrics_named("iteration_errors").next().is_none(),
+        "interrupted is not failed"
+    );
+}
+
 #[test]
 fn bad_scenario_configs_are_config_errors() {
     let t = target();

@@ -309,3 +309,108 @@ fn ramp_down_interrupts_after_graceful_ramp_down_not_graceful_stop() {
     assert_eq!(r.scenarios[0].completed, 0);
     assert!(r.elapsed < secs(10), "{:?}", r.elapsed);
 }
+
+/// A body that waits 30 s per iteration: idly (a `sleep`) in scenario 0, as a request in the
+/// others; it logs (scenario, how long after the start the wait ended).
+struct Waiter {
+    started: Instant,
+    ends: Arc<Mutex<Vec<(usize, Duration)>>>,
+}
+
+impl VuBody for Waiter {
+    async fn run(&mut self, phase: Phase) -> Outcome {
+        let Phase::Iteration(c) = phase else {
+            return Outcome::Ok;
+        };
+        let long = tokio::time::sleep(secs(30));
+        let out = if c.scenario == 0 {
+            tokio::select! {
+                _ = long => Outcome::Ok,
+                _ = c.stop.interrupted() => Outcome::Interrupted,
+            }
+        } else {
+            tokio::select! {
+                _ = long => Outcome::Ok,
+                _ = c.stop.stopped() => Outcome::Interrupted,
+            }
+        };
+        let at = self.started.elapsed();
+        self.ends.lock().unwrap().push((c.scenario, at));
+        out
+    }
+}
+
+struct WaiterFactory(Instant, Arc<Mutex<Vec<(usize, Duration)>>>);
+
+impl VuFactory for WaiterFactory {
+    type Body = Waiter;
+    fn create(&self, _: &WorkerEnv, _: u64, _: Option<usize>) -> Result<Waiter, String> {
+        Ok(Waiter {
+            started: self.0,
+            ends: self.1.clone(),
+        })
+    }
+}
+
+#[test]
+fn ctrl_c_ends_idle_waits_at_once_and_gives_requests_a_short_grace() {
+    let each = |name: &str, grace_ms: u64| {
+        let mut s = Scenario::new(
+            name,
+            Executor::PerVuIterations(PerVuIterations {
+                vus: 2,
+                iterations: 1,
+                max_duration: secs(60),
+            }),
+        );
+        s.graceful_stop = Duration::from_millis(grace_ms);
+        s
+    };
+    let plan = VuPlan {
+        // Sleeping; requests with a 0.5 s gracefulStop; requests with k6's 30 s.
+        scenarios: vec![
+            each("idle", 30_000),
+            each("short", 500),
+            each("long", 30_000),
+        ],
+        threads: 2,
+        iteration_tags: TagSet::new(),
+        scenario_tag: true,
+        monitor: Default::default(),
+    };
+    let ends = Arc::new(Mutex::new(Vec::new()));
+    let ctl = RunControl::new();
+    let f = Arc::new(WaiterFactory(Instant::now(), ends.clone()));
+    let c2 = ctl.clone();
+    let at = Duration::from_millis(300);
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(at);
+        c2.interrupt();
+    });
+    let r = run_vus(&plan, f, &ctl).unwrap();
+    t.join().unwrap();
+    assert!(r.interrupted);
+    for st in &r.scenarios {
+        assert_eq!((st.completed, st.interrupted), (0, 2), "{st:?}");
+    }
+    let ends = ends.lock().unwrap();
+    let after = |sc: usize| -> Vec<f64> {
+        ends.iter()
+            .filter(|e| e.0 == sc)
+            .map(|e| e.1.saturating_sub(at).as_secs_f64())
+            .collect()
+    };
+    // Within a watcher tick or two, not after the gracefulStop; requests get min(grace, 2 s).
+    assert!(after(0).iter().all(|d| *d < 0.4), "idle: {:?}", after(0));
+    assert!(
+        after(1).iter().all(|d| (0.4..1.4).contains(d)),
+        "short: {:?}",
+        after(1)
+    );
+    let long = after(2);
+    let grace = INTERRUPT_GRACE.as_secs_f64();
+    assert!(
+        long.iter().all(|d| (grace - 0.1..grace + 1.0).contains(d)),
+        "long: {long:?}"
+    );
+}

@@ -1,0 +1,165 @@
+//! [`JsVu`]: the body the engine drives — the VU's coroutine, resumed with the output of each
+//! future it waits on, or cancelled when its [`StopToken`](volley_engine::vus::StopToken) says
+//! so (idle waits at Ctrl-C, requests after their grace, everything at a hard stop or past
+//! setupTimeout/teardownTimeout).
+
+use super::*;
+
+/// The body the engine drives: a coroutine plus the bookkeeping to resume it.
+pub struct JsVu {
+    co: Option<Co>,
+    state: Rc<VuState>,
+}
+
+impl JsVu {
+    pub(super) fn new(
+        id: u64,
+        shared: Arc<ScriptShared>,
+        env: &WorkerEnv,
+        scenario: Option<usize>,
+    ) -> Result<JsVu, ScriptError> {
+        let state = Rc::new(VuState::new(
+            id,
+            shared,
+            env.recorder.clone(),
+            Some(env.clone()),
+            scenario,
+        ));
+        let st = state.clone();
+        let stack = DefaultStack::new(CO_STACK)
+            .map_err(|e| ScriptError(format!("cannot allocate a VU stack: {e}")))?;
+        let co = Coroutine::with_stack(stack, move |y: &Yielder<Resume, Yield>, first: Resume| {
+            st.yielder.set(y as *const _);
+            vu_main(y, &st, first);
+            st.yielder.set(std::ptr::null());
+        });
+        let mut vu = JsVu {
+            co: Some(co),
+            state,
+        };
+        match vu.resume_sync(Resume::Cmd(Cmd::Init)) {
+            Some(Outcome::Ok) => Ok(vu),
+            Some(Outcome::Abort(e)) | Some(Outcome::Error(e)) => Err(ScriptError(e)),
+            _ => Err(ScriptError("VU init did not finish".into())),
+        }
+    }
+
+    /// Resume without awaiting anything (init, exit): a wait there is cancelled.
+    fn resume_sync(&mut self, mut input: Resume) -> Option<Outcome> {
+        let co = self.co.as_mut()?;
+        // Bounded: each cancelled wait makes the script throw; a script that keeps
+        // catching and waiting again is cut off by the interrupt flag.
+        for _ in 0..10_000 {
+            match co.resume(input) {
+                CoroutineResult::Yield(Yield::Done(o)) => return Some(o),
+                CoroutineResult::Yield(Yield::Await(_)) => input = Resume::Cancelled,
+                CoroutineResult::Return(()) => {
+                    self.co = None;
+                    return None;
+                }
+            }
+        }
+        None
+    }
+}
+
+impl VuBody for JsVu {
+    async fn run(&mut self, phase: Phase) -> Outcome {
+        let state = self.state.clone();
+        let Some(env) = state.env.as_ref() else {
+            return Outcome::Abort("the VU has no worker".into());
+        };
+        // k6 setupTimeout / teardownTimeout: waits past the deadline are cancelled and busy
+        // code is interrupted (the interrupt handler reads the token too).
+        let settings = self.state.shared.settings();
+        let (token, limit) = match &phase {
+            Phase::Iteration(c) => (c.stop.clone(), None),
+            Phase::Setup => {
+                let d = settings.setup_timeout;
+                (env.lifecycle_token(d, false), Some(("setup", d)))
+            }
+            Phase::Teardown => {
+                let d = settings.teardown_timeout;
+                (env.lifecycle_token(d, true), Some(("teardown", d)))
+            }
+        };
+        self.state.cancellable.set(true);
+        *self.state.stop.borrow_mut() = Some(token.clone());
+        let waits = env.waits();
+        let mut input = Resume::Cmd(Cmd::Run(phase));
+        loop {
+            let Some(co) = self.co.as_mut() else {
+                return Outcome::Abort("the VU has ended".into());
+            };
+            match co.resume(input) {
+                CoroutineResult::Yield(Yield::Done(o)) => {
+                    if let Some((name, d)) = limit.filter(|_| token.timed_out()) {
+                        if o != Outcome::Ok {
+                            return Outcome::Abort(crate::timeout_message(name, d));
+                        }
+                    }
+                    return o;
+                }
+                CoroutineResult::Return(()) => {
+                    self.co = None;
+                    return Outcome::Abort("the VU ended unexpectedly".into());
+                }
+                CoroutineResult::Yield(Yield::Await(fut)) => {
+                    // Counted for the stop message; idle waits end at Ctrl-C, requests get a
+                    // grace. The token first: a stopped one cancels without polling `fut`.
+                    let idle = self.state.idle_wait.get();
+                    let n = if idle {
+                        &waits.sleeping
+                    } else {
+                        &waits.requests
+                    };
+                    let _counted = Counted::new(n);
+                    input = if idle {
+                        tokio::select! {
+                            biased;
+                            _ = token.interrupted() => Resume::Cancelled,
+                            v = fut => Resume::Value(v),
+                        }
+                    } else {
+                        tokio::select! {
+                            biased;
+                            _ = token.stopped() => Resume::Cancelled,
+                            v = fut => Resume::Value(v),
+                        }
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// One wait in a worker's counters, for as long as it lasts (even if the call is dropped).
+struct Counted<'a>(&'a AtomicU64);
+
+impl<'a> Counted<'a> {
+    fn new(n: &'a AtomicU64) -> Self {
+        n.fetch_add(1, Ordering::Relaxed);
+        Counted(n)
+    }
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Drop for JsVu {
+    fn drop(&mut self) {
+        // Never drop a suspended coroutine: let it leave its loop and free the runtime.
+        if self.co.is_some() {
+            let _ = self.resume_sync(Resume::Cmd(Cmd::Exit));
+        }
+        if let Some(co) = self.co.take() {
+            if co.started() && !co.done() {
+                // Should not happen; leaking is safer than unwinding through QuickJS frames.
+                std::mem::forget(co);
+            }
+        }
+    }
+}
