@@ -306,15 +306,18 @@ impl RunResult {
                 ))
             }
         }
-        match v.get("version").and_then(|f| f.as_u64()) {
-            Some(x) if x == VERSION as u64 => {}
+        match v.get("version") {
+            Some(x) if x.as_u64() == Some(VERSION as u64) => {}
             other => {
+                let found = other.map_or("no \"version\"".to_string(), |x| format!("version {x}"));
                 return Err(format!(
-                    "result file version {other:?} is not supported by this Volley (reads version {VERSION})"
-                ))
+                    "result file has {found}, which this Volley does not read (it reads version {VERSION})"
+                ));
             }
         }
-        serde_json::from_value(v).map_err(|e| format!("invalid result file: {e}"))
+        drop(v);
+        // From the text, not the Value, so a type error names its line and column.
+        serde_json::from_str(text).map_err(|e| format!("invalid result file: {e}"))
     }
 
     pub fn read(path: &Path) -> Result<RunResult, String> {
