@@ -189,6 +189,11 @@ fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(format!("header '{h}' has an invalid name"));
         }
+        if value.bytes().any(|b| matches!(b, b'\r' | b'\n' | 0)) {
+            return Err(format!(
+                "header '{name}' has CR, LF or NUL in its value; give each header its own -H"
+            ));
+        }
         headers.push((name.to_string(), value.trim().to_string()));
     }
     let body = if let Some(b) = &a.body {
@@ -219,6 +224,12 @@ fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
         None => "GET".to_string(),
     };
     if let Some(p) = &a.cacert {
+        if p.is_dir() {
+            return Err(format!(
+                "--cacert {}: is a directory; give a PEM file of certificates",
+                p.display()
+            ));
+        }
         if !p.is_file() {
             return Err(format!("--cacert {}: no such file", p.display()));
         }

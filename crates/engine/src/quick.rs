@@ -23,6 +23,24 @@ use std::time::{Duration, Instant, SystemTime};
 use volley_http::{Body, H2Request, PipelineBatch, Request, Scheme, Target, TlsOptions};
 use volley_metrics::{time, Aggregator, RunMeta, RunResult, Snapshot};
 
+/// The metrics a quick run records (besides `monitor_*` with `--monitor`): what `--threshold`
+/// may name.
+pub const METRICS: &[&str] = &[
+    "http_reqs",
+    "http_req_duration",
+    "http_req_waiting",
+    "http_req_corrected",
+    "http_req_connecting",
+    "http_req_tls_handshaking",
+    "http_req_failed",
+    "data_sent",
+    "data_received",
+    "connections_opened",
+    "missed_starts",
+    "dropped_requests",
+    "interrupted_requests",
+];
+
 /// Everything a quick run needs; built by the CLI from its flags.
 #[derive(Clone, Debug)]
 pub struct QuickConfig {
@@ -372,7 +390,8 @@ fn resolve(target: &Target) -> Result<Vec<SocketAddr>, String> {
         .map_err(|e| format!("cannot start a runtime: {e}"))?;
     let addrs = rt
         .block_on(target.resolve())
-        .map_err(|e| format!("cannot resolve '{}': {}", target.host, e.message))?;
+        // The message already names the host ("cannot resolve 'x': ...").
+        .map_err(|e| e.message)?;
     if addrs.is_empty() {
         return Err(format!("'{}' resolved to no address", target.host));
     }
