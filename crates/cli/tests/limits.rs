@@ -208,3 +208,18 @@ fn huge_waits_in_scripts_are_clamped_not_a_panic() {
     );
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn a_tiny_open_model_rate_is_not_a_panic() {
+    let _serial = exclusive();
+    let port = closed_port();
+    let url = format!("http://127.0.0.1:{port}/");
+    // The second arrival is due in 1e300 s: past the deadline, not a Duration overflow.
+    let start = Instant::now();
+    let o = run(&["http", &url, "-q", "1e-300", "-z", "1s", "--json"]);
+    let err = stderr(&o);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(o.status.code(), Some(3), "one refused request: {err}");
+    assert_eq!(json(&o)["errors"]["refused"], 1);
+    assert!(start.elapsed() < Duration::from_secs(10));
+}

@@ -1164,7 +1164,7 @@ async fn arrivals<F: VuFactory>(
             let Some(at) = schedule.arrival(k) else {
                 break;
             };
-            let due = begin + Duration::from_secs_f64(at);
+            let due = begin + crate::clamp_secs(at);
             if due >= end {
                 break;
             }

@@ -196,7 +196,8 @@ impl Worker {
         }
         let local = self.next_arrival.get();
         let at = rate.arrival(local * s.workers as u64 + self.id as u64)?;
-        let due = s.start + Duration::from_secs_f64(at);
+        // Clamped: at a tiny rate (-q 1e-300) the next arrival is beyond any deadline.
+        let due = s.start + crate::clamp_secs(at);
         if let Some(end) = s.end.filter(|end| due >= *end) {
             self.mark_stopped(end);
             return None;
