@@ -36,7 +36,7 @@ struct Worker {
     /// Of those, the ones still connecting (TCP, TLS or HTTP/2 handshake): a cut counts them
     /// as connect timeouts, since the server never let them start.
     connecting: Cell<u64>,
-    /// When the last request ended (response or error).
+    /// When the last request that ended after the stop ended (response or error).
     last_end: Cell<Option<Instant>>,
 }
 
@@ -145,7 +145,10 @@ impl Worker {
     #[inline]
     fn landed(&self) {
         self.in_flight.set(self.in_flight.get().saturating_sub(1));
-        self.last_end.set(Some(Instant::now()));
+        // Only landings after the stop can stretch the run's time; earlier ones cost no clock.
+        if self.shared.ctl.is_stopped() {
+            self.last_end.set(Some(Instant::now()));
+        }
     }
 
     /// The worker stops with tasks still running (the deadline's cut or a second Ctrl-C):
