@@ -44,8 +44,8 @@ pub struct HttpArgs {
     /// Absolute URL to load (http:// or https://)
     pub url: String,
 
-    /// Concurrent connections
-    #[arg(short = 'c', long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    /// Concurrent connections (at most 65,535; never more than -n)
+    #[arg(short = 'c', long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=65_535))]
     pub connections: u64,
 
     /// How long to run, e.g. 10s, 1m30s, 500ms (default 10s unless -n is given)
@@ -121,8 +121,8 @@ pub struct HttpArgs {
     pub rate_stages: Option<String>,
 
     /// Open model: connections may grow up to this many when all are busy (default: 10 × -c,
-    /// at least 100)
-    #[arg(long, value_name = "N")]
+    /// at least 100; at most 65,535)
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=65_535))]
     pub max_connections: Option<usize>,
 
     /// Use HTTP/2: h2 over TLS (ALPN) for https://, h2c with prior knowledge for http://
@@ -300,8 +300,8 @@ pub struct CompareArgs {
 pub struct RunArgs {
     /// The k6 script (an ES module with a default function)
     pub script: PathBuf,
-    /// Number of VUs (overrides options.vus)
-    #[arg(short = 'u', long, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Number of VUs (overrides options.vus; at most 100,000)
+    #[arg(short = 'u', long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub vus: Option<u64>,
     /// Test duration, e.g. 30s, 1m30s (overrides options.duration)
     #[arg(short = 'd', long, value_parser = volley_engine::parse_duration)]

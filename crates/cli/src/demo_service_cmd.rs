@@ -15,6 +15,12 @@ fn serve(a: DemoServeArgs) -> i32 {
     let data = a
         .data
         .unwrap_or_else(|| std::env::temp_dir().join("volley-demo-service"));
+    if data.exists() && !data.is_dir() {
+        return exit::usage(&format!(
+            "--data {}: is a file, not a directory; give a directory (created if missing)",
+            data.display()
+        ));
+    }
     let mut cfg = volley_demo_service::DemoConfig::new(&data);
     cfg.listen = a.listen;
     cfg.threads = a.threads.max(1);

@@ -48,6 +48,15 @@ pub fn after_run(
 /// to name it.
 pub fn baseline(db: &str, which: &str, new: &RunResult) -> Result<(String, RunResult), String> {
     let loc = Location::parse(Some(db));
+    // Reading a baseline must not leave an empty database behind a typo in --db.
+    if let Location::Sqlite(p) = &loc {
+        if !p.exists() {
+            return Err(format!(
+                "no history at {} (store runs with --history, or point --db at one)",
+                p.display()
+            ));
+        }
+    }
     let mut h = History::open(&loc)?;
     let b = Baseline::parse(which);
     match h.baseline(new, &b)? {

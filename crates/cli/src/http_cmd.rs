@@ -10,6 +10,13 @@ use volley_http::{Body, Target, TlsOptions};
 /// Default load length when neither -z nor -n is given (as wrk).
 const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 
+/// Most connections (`-c`, `--max-connections`): one client address has no more ports.
+const MAX_CONNECTIONS: usize = 65_535;
+
+/// Most requests in flight at once over HTTP/2 (`-c` × `--h2-streams`): each stream is a task
+/// of a few KiB, created up front.
+const MAX_H2_IN_FLIGHT: u64 = 1_000_000;
+
 pub fn run(a: HttpArgs) -> i32 {
     let cfg = match config(&a) {
         Ok(c) => c,
@@ -190,6 +197,11 @@ fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(format!("header '{h}' has an invalid name"));
         }
+        if value.bytes().any(|b| matches!(b, b'\r' | b'\n' | 0)) {
+            return Err(format!(
+                "header '{name}' has CR, LF or NUL in its value; give each header its own -H"
+            ));
+        }
         headers.push((name.to_string(), value.trim().to_string()));
     }
     let body = if let Some(b) = &a.body {
@@ -220,6 +232,12 @@ fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
         None => "GET".to_string(),
     };
     if let Some(p) = &a.cacert {
+        if p.is_dir() {
+            return Err(format!(
+                "--cacert {}: is a directory; give a PEM file of certificates",
+                p.display()
+            ));
+        }
         if !p.is_file() {
             return Err(format!("--cacert {}: no such file", p.display()));
         }
@@ -247,6 +265,15 @@ fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
                 .into(),
         );
     }
+    // Never more connections than requests: each costs a task and a socket up front.
+    let connections = a.connections.min(a.requests.unwrap_or(u64::MAX));
+    if a.http2 && connections.saturating_mul(a.h2_streams) > MAX_H2_IN_FLIGHT {
+        return Err(format!(
+            "-c {connections} × --h2-streams {} is more than {MAX_H2_IN_FLIGHT} streams in \
+             flight: lower one of them",
+            a.h2_streams
+        ));
+    }
     let staged = rate.as_ref().is_some_and(|r| r.duration().is_some());
     let duration = match (a.duration, a.requests) {
         (None, None) if !staged => Some(DEFAULT_DURATION),
@@ -260,7 +287,7 @@ fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
         method,
         headers,
         body,
-        connections: a.connections as usize,
+        connections: connections as usize,
         duration,
         requests: a.requests,
         timeout: a.timeout,
@@ -275,9 +302,11 @@ fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
         http2: a.http2,
         h2_streams: a.h2_streams as usize,
         rate,
-        max_connections: a
-            .max_connections
-            .unwrap_or((a.connections as usize).saturating_mul(10).max(100)),
+        max_connections: a.max_connections.unwrap_or(
+            (a.connections as usize)
+                .saturating_mul(10)
+                .clamp(100, MAX_CONNECTIONS),
+        ),
         command: std::env::args().collect(),
     })
 }

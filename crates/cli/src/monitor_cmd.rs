@@ -285,6 +285,16 @@ pub fn run(a: MonitorArgs) -> i32 {
         Ok(t) => t,
         Err(e) => return exit::usage(&e),
     };
+    if let Some(t) = thresholds
+        .iter()
+        .find(|t| !t.metric.starts_with("monitor_"))
+    {
+        return exit::usage(&format!(
+            "--threshold: volley monitor records no metric '{}'; its metrics are monitor_* \
+             (e.g. monitor_rss_bytes; see docs/monitor.md)",
+            t.metric
+        ));
+    }
     if a.interval.is_zero() {
         return exit::usage("--interval must be at least 1s");
     }
@@ -399,6 +409,24 @@ pub fn http_setup(
     thresholds: &[String],
 ) -> Result<(MonitorPlan, Vec<Threshold>), i32> {
     let t = parse_thresholds(thresholds).map_err(|e| exit::usage(&e))?;
+    // A metric the run never records would fail as "no data" (99) after the whole run: say so
+    // up front, as a bad flag (k6 refuses thresholds on unknown metrics before running, too).
+    let quick = volley_engine::quick::METRICS;
+    for th in &t {
+        let m = th.metric.as_str();
+        let watched = m.starts_with("monitor_") && !monitor.is_empty();
+        if !quick.contains(&m) && !watched {
+            return Err(exit::usage(&format!(
+                "--threshold: quick mode records no metric '{m}'; it records {}{}",
+                quick.join(", "),
+                if monitor.is_empty() {
+                    " (and monitor_* with --monitor)"
+                } else {
+                    " and monitor_*"
+                }
+            )));
+        }
+    }
     match plan(monitor, interval) {
         Err(e) => Err(exit::usage(&e)),
         Ok(Err(e)) => Err(exit::fail(&e)),

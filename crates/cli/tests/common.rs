@@ -127,3 +127,11 @@ pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// A listener that never accepts: the kernel completes TCP handshakes (up to its backlog), and
+/// nothing is ever read or answered. Keep it alive for as long as the test needs it.
+pub fn silent_listener() -> (TcpListener, u16) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    (l, port)
+}

@@ -101,3 +101,44 @@ fn h2c_against_an_http1_only_server_is_a_classified_error() {
         "{j}"
     );
 }
+
+#[test]
+fn h2_handshake_a_silent_server_never_answers_is_a_timeout_error() {
+    let _serial = exclusive();
+    let (_l, port) = silent_listener();
+    let url = format!("http://127.0.0.1:{port}/");
+    let start = std::time::Instant::now();
+    // -z ends the run long before the 10 s connect timeout.
+    let o = run(&["http", &url, "--http2", "-z", "2s", "-c", "2", "--json"]);
+    let wall = start.elapsed();
+    assert!(wall < std::time::Duration::from_secs(5), "ran {wall:?}");
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let j = json(&o);
+    assert_eq!(
+        j["errors"]["timeout"], 2,
+        "one failed handshake per connection: {j}"
+    );
+    assert_eq!(j["requests"], 2, "{j}");
+}
+
+#[test]
+fn h2_handshake_that_times_out_as_the_run_ends_is_still_counted() {
+    let _serial = exclusive();
+    let (_l, port) = silent_listener();
+    let url = format!("http://127.0.0.1:{port}/");
+    // The handshake gives up at the same moment the run ends.
+    let o = run(&[
+        "http",
+        &url,
+        "--http2",
+        "-z",
+        "1s",
+        "--connect-timeout",
+        "1s",
+        "-c",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert_eq!(json(&o)["errors"]["timeout"], 1);
+}

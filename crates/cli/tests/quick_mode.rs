@@ -130,6 +130,99 @@ fn silent_server_times_out() {
     );
 }
 
+/// `volley http` with `args` against a server that never answers: (exit code, --json, wall).
+fn against_silent(url: &str, args: &[&str]) -> (Option<i32>, serde_json::Value, Duration) {
+    let start = std::time::Instant::now();
+    let mut all = vec!["http", url, "--json"];
+    all.extend_from_slice(args);
+    let o = run(&all);
+    let wall = start.elapsed();
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    (o.status.code(), json(&o), wall)
+}
+
+#[test]
+fn z_deadline_cuts_requests_a_silent_server_never_answers() {
+    let _serial = exclusive();
+    let (_l, port) = silent_listener();
+    let url = format!("http://127.0.0.1:{port}/");
+    // The request timeout (30 s) is far beyond -z: the deadline, not the timeout, ends it.
+    let (code, j, wall) = against_silent(&url, &["-z", "2s", "-c", "4"]);
+    assert!(wall < Duration::from_secs(5), "ran {wall:?} for -z 2s");
+    assert_eq!(code, Some(0), "cut requests are not errors: {j}");
+    assert_eq!(j["interrupted_requests"], 4, "{j}");
+    assert_eq!(j["requests"], 0, "{j}");
+    assert_eq!(j["errors"].as_object().unwrap().len(), 0, "{j}");
+    let d = j["duration_s"].as_f64().unwrap();
+    assert!(
+        (1.9..2.2).contains(&d),
+        "rates are over -z, not the overrun: {d}"
+    );
+}
+
+#[test]
+fn z_deadline_cuts_a_tls_handshake_the_server_never_answers() {
+    let _serial = exclusive();
+    let (_l, port) = silent_listener();
+    let url = format!("https://127.0.0.1:{port}/");
+    // The connect timeout (10 s) is beyond -z; a handshake still pending is a connect timeout.
+    let (code, j, wall) = against_silent(&url, &["-z", "2s", "-c", "2", "--insecure"]);
+    assert!(wall < Duration::from_secs(5), "ran {wall:?} for -z 2s");
+    assert_eq!(code, Some(3), "{j}");
+    assert_eq!(j["errors"]["timeout"], 2, "{j}");
+    assert_eq!(j["interrupted_requests"], 0, "{j}");
+}
+
+#[test]
+fn z_deadline_holds_in_the_open_model() {
+    let _serial = exclusive();
+    let (_l, port) = silent_listener();
+    let url = format!("http://127.0.0.1:{port}/");
+    let args = ["-z", "2s", "-c", "2", "-q", "20", "--max-connections", "4"];
+    let (code, j, wall) = against_silent(&url, &args);
+    assert!(wall < Duration::from_secs(5), "ran {wall:?} for -z 2s");
+    assert_eq!(code, Some(0), "{j}");
+    // Each connection hangs on its first request (the pool grows only when a free connection
+    // claims a late arrival); every other arrival due in the 2 s was dropped.
+    let cut = j["interrupted_requests"].as_u64().unwrap();
+    assert_eq!(cut, j["connections_opened"].as_u64().unwrap(), "{j}");
+    assert!((2..=4).contains(&cut), "{j}");
+    let dropped = j["open_model"]["dropped"].as_u64().unwrap();
+    assert!((38..=41).contains(&(cut + dropped)), "40 due in all: {j}");
+}
+
+#[test]
+fn z_deadline_holds_for_each_side_of_an_ab_run() {
+    let _serial = exclusive();
+    let t = target();
+    let (_l, port) = silent_listener();
+    let (a, b) = (format!("{}/", t.url()), format!("http://127.0.0.1:{port}/"));
+    let start = std::time::Instant::now();
+    let o = run(&[
+        "http", &a, "--vs", &b, "--rounds", "1", "-z", "1s", "-c", "2",
+    ]);
+    assert!(
+        start.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    t.shutdown();
+}
+
+#[test]
+fn z_deadline_keeps_a_healthy_servers_count_exact() {
+    let _serial = exclusive();
+    let t = target();
+    let url = format!("{}/delay/5", t.url());
+    let o = run(&["http", &url, "-z", "1s", "-c", "8", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["interrupted_requests"], 0, "the grace let them land: {j}");
+    assert_eq!(j["requests"].as_u64().unwrap(), t.stats().requests);
+    t.shutdown();
+}
+
 #[test]
 fn mixed_statuses_are_distributed() {
     let _serial = exclusive();

@@ -216,12 +216,12 @@ pub(crate) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> 
 }
 
 pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .strip_prefix("Bearer ")
-        .map(str::trim)
+    let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
+    // The scheme is case-insensitive (RFC 9110 §11.1): `bearer`, `BEARER` are Bearer too.
+    let (scheme, token) = v.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
 }
 
 fn safe_method(m: &Method) -> bool {

@@ -78,10 +78,15 @@ pub struct DemoConfig {
     pub max_upload_bytes: u64,
     /// Largest accepted JSON request body, in bytes.
     pub max_json_bytes: u64,
+    /// How long a connection may take to send a request's headers before it is closed (so a
+    /// client that sends part of a head and stalls does not hold a connection forever); an idle
+    /// keep-alive connection is closed after it too (hyper's `header_read_timeout`).
+    pub header_read_timeout: std::time::Duration,
 }
 
 impl DemoConfig {
-    /// Loopback, a free port, 2 threads, 1 GiB uploads, 1 MiB JSON bodies.
+    /// Loopback, a free port, 2 threads, 1 GiB uploads, 1 MiB JSON bodies, 30 s to send a
+    /// request head.
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         DemoConfig {
             listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
@@ -89,6 +94,7 @@ impl DemoConfig {
             threads: 2,
             max_upload_bytes: 1 << 30,
             max_json_bytes: 1 << 20,
+            header_read_timeout: std::time::Duration::from_secs(30),
         }
     }
 }

@@ -41,12 +41,23 @@ pub(crate) struct App {
 
 impl App {
     pub(crate) fn open(config: &DemoConfig) -> io::Result<App> {
+        if config.data_dir.exists() && !config.data_dir.is_dir() {
+            return Err(io::Error::other(format!(
+                "{} is a file, not a directory (the data directory holds the database and \
+                 the files; it is created if missing)",
+                config.data_dir.display()
+            )));
+        }
         std::fs::create_dir_all(&config.data_dir)?;
         let store = Store::open(&config.data_dir)?;
         let db = Db::open(&config.data_dir.join("demo.db"))
             .map_err(|e| io::Error::other(format!("database: {e}")))?;
         let mut http = auto::Builder::new(TokioExecutor::new());
-        http.http1().keep_alive(true);
+        // A head that does not arrive in time closes the connection (hyper needs a timer for it).
+        http.http1()
+            .keep_alive(true)
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(config.header_read_timeout);
         http.http2().max_concurrent_streams(256);
         Ok(App {
             db,

@@ -234,3 +234,55 @@ async fn health_ready_and_metrics() {
         assert!(m.contains(want), "missing {want:?} in\n{m}");
     }
 }
+
+#[tokio::test]
+async fn the_bearer_scheme_is_case_insensitive() {
+    let svc = start("auth-scheme");
+    let mut c = svc.client();
+    let s = user(&mut c, "carol").await;
+    let token = s.bearer.strip_prefix("Bearer ").unwrap();
+    for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+        let h = format!("{scheme} {token}");
+        let r = c
+            .request("GET", "/api/auth/me", &[("authorization", &h)], Vec::new())
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200, "{scheme}: {}", r.text());
+    }
+    let h = format!("Basic {token}");
+    let r = c
+        .request("GET", "/api/auth/me", &[("authorization", &h)], Vec::new())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 401, "another scheme is not a bearer token");
+}
+
+#[test]
+fn a_connection_that_stalls_in_its_headers_is_closed() {
+    use std::io::{Read, Write};
+    let svc = start_with("auth-slowloris", |c| {
+        c.header_read_timeout = std::time::Duration::from_millis(500)
+    });
+    let mut tcp = std::net::TcpStream::connect(svc.demo.local_addr()).unwrap();
+    tcp.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        .unwrap();
+    tcp.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let start = std::time::Instant::now();
+    let mut buf = [0u8; 1024];
+    // Closed (EOF or reset), perhaps after a 408; not left open until our read times out.
+    loop {
+        match tcp.read(&mut buf) {
+            Ok(0) => break,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => panic!("still open: {e}"),
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => panic!("still open: {e}"),
+            Err(_) => break,
+        }
+    }
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(5),
+        "closed after {:?}",
+        start.elapsed()
+    );
+}

@@ -1,19 +1,62 @@
-//! Human durations as k6, oha and wrk users write them.
+//! Human durations as k6, oha and wrk users write them, and the one checked conversion from
+//! seconds to a [`Duration`] every user-supplied number goes through.
 
 use std::time::Duration;
 
-/// `10s`, `1m30s`, `500ms`, `2h`, or a bare number of seconds.
+/// The longest duration Volley accepts anywhere (flags, options, stages, timeouts): 365 days.
+/// Longer ones are refused with this limit in the message; they would overflow timers, and
+/// `Duration::from_secs_f64` panics on what does not fit.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// [`MAX_DURATION`] as messages spell it.
+pub const MAX_DURATION_TEXT: &str = "8760h (365 days)";
+
+/// Seconds to a `Duration`: an error for NaN, negative or more than [`MAX_DURATION`] (the
+/// message names the limit; callers prefix what the value was).
+pub fn duration_from_secs(secs: f64) -> Result<Duration, String> {
+    if secs.is_nan() || secs < 0.0 {
+        return Err(format!("a duration cannot be negative, got {secs}"));
+    }
+    if secs > MAX_DURATION.as_secs_f64() {
+        return Err(too_long(secs));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Seconds to a `Duration` for waits a script asks for (`sleep`, timers, request timeouts):
+/// NaN and negatives are zero, anything longer waits [`MAX_DURATION`]. Never panics.
+pub fn clamp_secs(secs: f64) -> Duration {
+    if secs.is_nan() || secs <= 0.0 {
+        Duration::ZERO
+    } else if secs >= MAX_DURATION.as_secs_f64() {
+        MAX_DURATION
+    } else {
+        Duration::from_secs_f64(secs)
+    }
+}
+
+fn too_long(secs: f64) -> String {
+    let secs = if secs < 1e12 {
+        format!("{secs}")
+    } else {
+        format!("{secs:e}")
+    };
+    format!("a duration of {secs} s is too long: the maximum is {MAX_DURATION_TEXT}")
+}
+
+/// `10s`, `1m30s`, `500ms`, `2h`, or a bare number of seconds; at most [`MAX_DURATION`].
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let hint = || format!("invalid duration '{s}': use e.g. 30s, 1m30s, 500ms or 2h");
+    let limit = || format!("duration '{s}' is too long: the maximum is {MAX_DURATION_TEXT}");
     if s.is_empty() {
         return Err(hint());
     }
     if let Ok(secs) = s.parse::<f64>() {
-        return if secs.is_finite() && secs >= 0.0 {
-            Ok(Duration::from_secs_f64(secs))
-        } else {
+        return if secs.is_nan() || secs < 0.0 || secs == f64::NEG_INFINITY {
             Err(hint())
+        } else {
+            duration_from_secs(secs).map_err(|_| limit())
         };
     }
     let mut total = 0f64;
@@ -41,7 +84,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         total += n * mult;
         rest = &rest[unit_len..];
     }
-    Ok(Duration::from_secs_f64(total))
+    duration_from_secs(total).map_err(|_| limit())
 }
 
 #[cfg(test)]
@@ -55,8 +98,29 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
-        for bad in ["", "s", "10x", "-1", "1m30", "ten"] {
+        assert_eq!(parse_duration("8760h"), Ok(MAX_DURATION));
+        for bad in ["", "s", "10x", "-1", "1m30", "ten", "NaN", "-inf"] {
             assert!(parse_duration(bad).is_err(), "{bad} should fail");
         }
+    }
+
+    #[test]
+    fn huge_durations_are_refused_with_the_limit_not_a_panic() {
+        for huge in [
+            "8761h",
+            "1e300",
+            "inf",
+            "99999999999999999999999h",
+            &"9".repeat(400),
+        ] {
+            let e = parse_duration(huge).unwrap_err();
+            assert!(e.contains("maximum is 8760h"), "{huge}: {e}");
+        }
+        assert!(duration_from_secs(1e300).unwrap_err().contains("8760h"));
+        assert!(duration_from_secs(f64::NAN).is_err());
+        assert_eq!(clamp_secs(1e300), MAX_DURATION);
+        assert_eq!(clamp_secs(f64::INFINITY), MAX_DURATION);
+        assert_eq!(clamp_secs(f64::NAN), Duration::ZERO);
+        assert_eq!(clamp_secs(-5.0), Duration::ZERO);
     }
 }

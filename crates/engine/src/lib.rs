@@ -25,7 +25,7 @@ pub mod vus;
 
 pub use ab::AbReport;
 pub use control::RunControl;
-pub use duration::parse_duration;
+pub use duration::{clamp_secs, duration_from_secs, parse_duration};
 pub use quick::{run_quick, run_quick_monitored, MonitorPlan, Progress, QuickConfig};
 pub use rate::RateSchedule;
 pub use summary::QuickSummary;

@@ -76,6 +76,8 @@ impl RateSchedule {
         if stages.is_empty() {
             return Err("--rate-stages is empty: give e.g. 100:10s,2000:30s,0:10s".into());
         }
+        let total: f64 = stages.iter().map(|s| s.1).sum();
+        crate::duration_from_secs(total).map_err(|e| format!("--rate-stages in all: {e}"))?;
         Ok(RateSchedule::new(start_rate, stages))
     }
 
@@ -92,9 +94,8 @@ impl RateSchedule {
         if self.stages.is_empty() {
             None
         } else {
-            Some(Duration::from_secs_f64(
-                self.stages.iter().map(|s| s.1).sum(),
-            ))
+            // Clamped: a schedule read back from a result file is not trusted to fit.
+            Some(crate::clamp_secs(self.stages.iter().map(|s| s.1).sum()))
         }
     }
 

@@ -55,6 +55,9 @@ pub struct QuickSummary {
     /// Error class → count (requests that got no response).
     pub errors: BTreeMap<String, u64>,
     pub connections_opened: u64,
+    /// Requests still in flight when the run ended (cut at the `-z` deadline after a short
+    /// grace, or abandoned by a second Ctrl-C): neither responses nor errors, not in `rps`.
+    pub interrupted_requests: u64,
     pub interrupted: bool,
     pub started_at: String,
     pub peak_rss_bytes: Option<u64>,
@@ -127,6 +130,7 @@ impl QuickSummary {
             status,
             errors,
             connections_opened: r.counter_sum("connections_opened") as u64,
+            interrupted_requests: r.counter_sum("interrupted_requests") as u64,
             interrupted: r.meta.interrupted,
             started_at: r.meta.started_at.clone(),
             peak_rss_bytes: r.meta.peak_rss_bytes,
@@ -191,6 +195,13 @@ impl QuickSummary {
             self.success_rate * 100.0
         );
         let _ = writeln!(o, "  Connections:   {} opened", self.connections_opened);
+        if self.interrupted_requests > 0 {
+            let _ = writeln!(
+                o,
+                "  Interrupted:   {} requests in flight at the end, cut without a response",
+                self.interrupted_requests
+            );
+        }
         if let Some(rss) = self.peak_rss_bytes {
             let _ = writeln!(o, "  Peak RSS:      {}", human_bytes(rss as f64));
         }

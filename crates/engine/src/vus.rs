@@ -641,7 +641,7 @@ async fn arrivals<F: VuFactory>(
             let Some(at) = schedule.arrival(k) else {
                 break;
             };
-            let due = begin + Duration::from_secs_f64(at);
+            let due = begin + crate::clamp_secs(at);
             // k6's ramping-arrival-rate still starts the iteration due exactly at the end.
             if due > end || (due == end && !schedule.starts_at_end()) {
                 break;

@@ -752,7 +752,7 @@ fn parse_spec<'js>(
     };
     let timeout = match get(&k.timeout)? {
         Some(t) if t.is_number() => {
-            Duration::from_secs_f64(t.as_number().unwrap_or(0.0).max(0.0) / 1000.0)
+            volley_engine::clamp_secs(t.as_number().unwrap_or(0.0) / 1000.0)
         }
         Some(t) if t.is_string() => {
             let s: String = t.get()?;

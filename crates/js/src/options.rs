@@ -331,8 +331,10 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
         if vus.is_some() {
             ignored.push("vus (with scenarios, each scenario sets its own VUs)".into());
         }
+        let scenarios = executor::parse_scenarios(v)?;
+        executor::check_vus(&scenarios)?;
         return Ok(Resolved {
-            scenarios: executor::parse_scenarios(v)?,
+            scenarios,
             insecure,
             ignored,
             thresholds,
@@ -398,8 +400,10 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
             max_duration: executor::MAX_DURATION,
         })
     };
+    let scenarios = vec![Scenario::new("default", executor)];
+    executor::check_vus(&scenarios)?;
     Ok(Resolved {
-        scenarios: vec![Scenario::new("default", executor)],
+        scenarios,
         insecure,
         ignored,
         thresholds,

@@ -68,6 +68,33 @@ pub struct Script {
     pub(crate) shared: Arc<ScriptShared>,
 }
 
+/// Largest script or module file: 64 MiB (bundled suites are a few MiB). Larger input, or
+/// a device such as /dev/zero, is refused after reading at most this much.
+pub const MAX_SCRIPT_BYTES: u64 = 64 << 20;
+
+/// Largest file `open()` reads: 256 MiB (every VU gets its own copy as a string).
+pub const MAX_OPEN_BYTES: u64 = 256 << 20;
+
+/// Read at most `limit` bytes of `path`; a longer file (or an endless device) is an error
+/// naming the limit, found without reading more than one byte past it.
+pub fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut buf = Vec::new();
+    f.take(limit + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| e.to_string())?;
+    if buf.len() as u64 > limit {
+        return Err(format!("larger than the limit of {} MiB", limit >> 20));
+    }
+    Ok(buf)
+}
+
+fn read_source(path: &Path) -> Result<String, String> {
+    let b = read_capped(path, MAX_SCRIPT_BYTES)?;
+    String::from_utf8(b).map_err(|_| "stream did not contain valid UTF-8".to_string())
+}
+
 /// Compile `path` and run its init code once. `env` becomes `__ENV`.
 pub fn load(path: &Path, env: BTreeMap<String, String>) -> Result<Script, ScriptError> {
     load_interruptible(path, env, None)
@@ -80,7 +107,7 @@ pub fn load_interruptible(
     ctl: Option<&volley_engine::RunControl>,
 ) -> Result<Script, ScriptError> {
     let main = normalize(&path.to_string_lossy());
-    let source = std::fs::read_to_string(path)
+    let source = read_source(path)
         .map_err(|e| ScriptError(format!("cannot read script {}: {e}", path.display())))?;
     let compiled: Rc<std::cell::RefCell<HashMap<String, Vec<u8>>>> = Default::default();
     let shared = Arc::new(ScriptShared::new(main.clone(), env));
@@ -309,7 +336,7 @@ impl Loader for CompilingLoader {
     ) -> rquickjs::Result<Module<'js>> {
         let source = match BUILTINS.iter().find(|(n, _)| *n == name) {
             Some((_, src)) => src.to_string(),
-            None => std::fs::read_to_string(name).map_err(|e| {
+            None => read_source(Path::new(name)).map_err(|e| {
                 rquickjs::Error::new_loading_message(name, format!("cannot read {name}: {e}"))
             })?,
         };

@@ -236,7 +236,9 @@ pub fn parse(
                         Some(serde_json::Value::String(s)) => volley_engine::parse_duration(s)
                             .map_err(|e| format!("{ipath}.delayAbortEval: {e}"))?,
                         Some(serde_json::Value::Number(n)) => {
-                            Duration::from_secs_f64(n.as_f64().unwrap_or(0.0).max(0.0) / 1000.0)
+                            let ms = n.as_f64().unwrap_or(0.0);
+                            volley_engine::duration_from_secs(ms / 1000.0)
+                                .map_err(|e| format!("{ipath}.delayAbortEval: {e}"))?
                         }
                         Some(x) => {
                             return Err(format!(

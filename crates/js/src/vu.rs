@@ -29,7 +29,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use volley_engine::vus::{Outcome, Phase, StopToken, VuBody, VuFactory, WorkerEnv};
 use volley_metrics::{MetricKey, MetricKind, Recorder, TagSet, Unit};
 
@@ -348,7 +348,8 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
                 if st.in_init.get() {
                     return Err(throw(&ctx, "sleep() is not allowed in the init context"));
                 }
-                let d = Duration::from_secs_f64(if secs.is_finite() { secs.max(0.0) } else { 0.0 });
+                // sleep(Infinity) is a long sleep (k6), not a panic; NaN is none.
+                let d = volley_engine::clamp_secs(secs);
                 match st.wait_idle(tokio::time::sleep(d)) {
                     Some(()) => Ok(()),
                     None => Err(throw(&ctx, "test interrupted")),
@@ -536,7 +537,8 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
                         match files.get(&full) {
                             Some(b) => b.clone(),
                             None => {
-                                let b = std::fs::read(&full).map_err(|e| {
+                                let cap = crate::script::MAX_OPEN_BYTES;
+                                let b = crate::script::read_capped(&full, cap).map_err(|e| {
                                     throw(&ctx, &format!("open({path}): {}: {e}", full.display()))
                                 })?;
                                 let b = Arc::new(b);

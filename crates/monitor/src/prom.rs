@@ -65,7 +65,7 @@ pub fn parse(text: &str) -> Result<Exposition, String> {
             }
             continue;
         }
-        let s = parse_line(line).map_err(|e| format!("line {}: {e}: {line}", i + 1))?;
+        let s = parse_line(line).map_err(|e| format!("line {}: {e}: {}", i + 1, clip(line)))?;
         out.samples.push(s);
     }
     Ok(out)
@@ -130,11 +130,11 @@ fn parse_line(line: &str) -> Result<PromSample, String> {
     }
     let mut fields = rest.split_whitespace();
     let v = fields.next().ok_or("expected a value")?;
-    let value = parse_value(v).ok_or_else(|| format!("'{v}' is not a number"))?;
+    let value = parse_value(v).ok_or_else(|| format!("'{}' is not a number", clip(v)))?;
     let timestamp_ms = match fields.next() {
         Some(t) => Some(
             t.parse::<i64>()
-                .map_err(|_| format!("'{t}' is not a timestamp"))?,
+                .map_err(|_| format!("'{}' is not a timestamp", clip(t)))?,
         ),
         None => None,
     };
@@ -252,6 +252,16 @@ fn dechunk(mut b: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
+/// At most the first 120 characters of `s` for an error message (a scraped body can be one
+/// line of megabytes), with its full length when cut.
+fn clip(s: &str) -> String {
+    const KEEP: usize = 120;
+    match s.char_indices().nth(KEEP) {
+        None => s.to_string(),
+        Some((at, _)) => format!("{}… ({} bytes)", &s[..at], s.len()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,6 +315,19 @@ neg -1.5e-3
         assert!(e.samples[6].value.is_nan());
         assert_eq!(e.samples[7].labels[0].1, "+Inf");
         assert_eq!(e.samples[8].value, -0.0015);
+    }
+
+    #[test]
+    fn a_huge_malformed_line_is_clipped_in_the_error() {
+        let body = format!("ok 1\n{}\n", "x".repeat(33 << 20));
+        let e = parse(&body).unwrap_err();
+        assert!(e.len() < 400, "{} bytes of error", e.len());
+        assert!(
+            e.starts_with("line 2: ") && e.contains(&format!("({} bytes)", 33 << 20)),
+            "{e}"
+        );
+        let e = parse(&format!("x {}\n", "é".repeat(1000))).unwrap_err();
+        assert!(e.len() < 700 && e.contains("not a number"), "{e}");
     }
 
     #[test]

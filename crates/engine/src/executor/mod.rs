@@ -110,7 +110,7 @@ impl Executor {
     pub fn total_iterations(&self) -> Option<u64> {
         match self {
             Executor::SharedIterations(e) => Some(e.iterations),
-            Executor::PerVuIterations(e) => Some(e.vus * e.iterations),
+            Executor::PerVuIterations(e) => Some(e.vus.saturating_mul(e.iterations)),
             _ => None,
         }
     }
@@ -159,6 +159,30 @@ pub struct Scenario {
 pub const GRACEFUL_STOP: Duration = Duration::from_secs(30);
 /// k6's default `maxDuration` of the iteration-based executors.
 pub const MAX_DURATION: Duration = Duration::from_secs(600);
+
+/// The most VUs one run may use, over all its scenarios (`vus`, stage targets, `maxVUs`):
+/// 100,000. A VU costs about 200 KiB (its JS runtime and stack), so that is ~20 GB, more than
+/// one load generator has; bigger tests are split across machines. Checked before any VU is
+/// created, so an absurd number fails at once instead of after eating the memory.
+pub const MAX_VUS: u64 = 100_000;
+
+/// Refuse a run whose scenarios would need more than [`MAX_VUS`] VUs.
+pub fn check_vus(scenarios: &[Scenario]) -> Result<(), String> {
+    let total = scenarios
+        .iter()
+        .fold(0u64, |n, s| n.saturating_add(s.executor.max_vus()));
+    if total > MAX_VUS {
+        let which = match scenarios {
+            [one] => format!("options.scenarios.{}", one.name),
+            _ => "options.scenarios (all together)".to_string(),
+        };
+        return Err(format!(
+            "{which}: {total} VUs is more than the limit of {MAX_VUS} per run (a VU costs \
+             about 200 KiB); split the load across machines"
+        ));
+    }
+    Ok(())
+}
 
 impl Scenario {
     /// A scenario with the common fields at k6's defaults (the shortcuts `vus`, `duration`,
@@ -388,8 +412,8 @@ pub fn json_duration(v: &Value, at: &str) -> Result<Duration, String> {
     match v {
         Value::String(s) => crate::parse_duration(s).map_err(|e| format!("{at}: {e}")),
         Value::Number(n) => match n.as_f64() {
-            Some(ms) if ms >= 0.0 && ms.is_finite() => Ok(Duration::from_secs_f64(ms / 1000.0)),
-            _ => Err(format!("{at}: a duration cannot be negative, got {n}")),
+            Some(ms) => crate::duration_from_secs(ms / 1000.0).map_err(|e| format!("{at}: {e}")),
+            None => Err(format!("{at}: a duration cannot be negative, got {n}")),
         },
         _ => Err(format!(
             "{at}: expected a duration such as \"30s\", got {v}"
