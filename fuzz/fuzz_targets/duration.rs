@@ -13,7 +13,7 @@ use volley_engine::parse_duration;
 fn known_huge(s: &str) -> bool {
     s.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '+'))
         .filter_map(|n| n.parse::<f64>().ok())
-        .any(|n| !(n < 1e9))
+        .any(|n| n >= 1e9)
         || s.len() > 200
 }
 
