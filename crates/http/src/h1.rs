@@ -1020,6 +1020,13 @@ fn interpret(
     mut keep: Option<&mut crate::Headers>,
 ) -> Result<Head, HttpError> {
     let status = resp.code.unwrap_or(0);
+    // httparse takes any three digits; below 100 is not a status (hyper rejects it too), and
+    // reading it as a body-less 1xx would desynchronise a keep-alive connection.
+    if status < 100 {
+        return Err(protocol(format!(
+            "invalid status code {status:03} (expected 100 to 999)"
+        )));
+    }
     let minor = resp.version.unwrap_or(1);
     let mut content_length: Option<u64> = None;
     let (mut te, mut chunked, mut close, mut keep_alive_token) = (false, false, false, false);

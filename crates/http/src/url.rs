@@ -332,4 +332,98 @@ mod tests {
         assert_eq!(e.class, ErrorClass::Dns);
         assert!(e.message.contains("no-such-host.invalid"));
     }
+
+    /// Deterministic xorshift64* (a fixed seed: failures reproduce; no dev-dependency).
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n as u64) as usize
+        }
+        fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+            from[self.below(from.len())]
+        }
+    }
+
+    /// Property: URLs built from random parts parse to those parts, print back
+    /// (`Target::url`) to a URL that parses to the same target, and keep the request line
+    /// valid (no spaces, control or non-ASCII bytes). The same ground as
+    /// `fuzz/fuzz_targets/url.rs`, on the stable toolchain.
+    #[test]
+    fn property_urls_round_trip_through_their_printed_form() {
+        let mut rng = Rng(0x0123_4567_89ab_cdef);
+        let hosts = [
+            "localhost",
+            "example.com",
+            "a-b.c_d",
+            "127.0.0.1",
+            "[::1]",
+            "[fe80::1:2]",
+            "[::ffff:10.0.0.1]",
+            "X.Y",
+        ];
+        let path_bits = [
+            "/", "a", "/b", "?", "=", "&", "%", "%20", " ", "é", "€", "#", ":", "@", "//", ".", "~",
+        ];
+        for _ in 0..5000 {
+            let scheme = rng.pick(&["http", "https", "HTTP", "hTtPs"]);
+            let host = rng.pick(&hosts);
+            let port = match rng.below(4) {
+                0 => String::new(),
+                1 => ":".into(),
+                2 => format!(":{}", 1 + rng.below(65535)),
+                _ => rng.pick(&[":80", ":443", ":08080"]).to_string(),
+            };
+            // What follows the authority starts a path, a query or a fragment.
+            let mut path = rng.pick(&["", "/", "?", "#"]).to_string();
+            for _ in 0..rng.below(6).min(path.len() * 6) {
+                path.push_str(rng.pick(&path_bits));
+            }
+            let url = format!("{scheme}://{host}{port}{path}");
+            let t = Target::parse(&url).unwrap_or_else(|e| panic!("{url}: {e}"));
+            assert_eq!(
+                t.host,
+                host.trim_start_matches('[').trim_end_matches(']'),
+                "{url}"
+            );
+            let want_port = match port.trim_start_matches(':') {
+                "" => t.scheme.default_port(),
+                p => p.parse().unwrap(),
+            };
+            assert_eq!(t.port, want_port, "{url}");
+            let printed = t.url();
+            let again = Target::parse(&printed).unwrap_or_else(|e| panic!("{printed}: {e}"));
+            assert_eq!(again, t, "{url} → {printed}");
+            assert!(t.path_and_query.starts_with('/'), "{url}");
+            assert!(
+                !t.path_and_query
+                    .bytes()
+                    .any(|b| b <= b' ' || !b.is_ascii() || b == b'#'),
+                "{url} → {:?}",
+                t.path_and_query
+            );
+        }
+    }
+
+    /// Property: random text over the URL alphabet never panics, and an accepted URL is
+    /// stable through its printed form.
+    #[test]
+    fn property_random_url_text_never_panics() {
+        let mut rng = Rng(0xfeed_beef);
+        let bits = [
+            "http", "https", "://", ":", "/", "[", "]", "::1", "@", "?", "#", "h", "1", "0", " ",
+            "é", "%", ".", "\u{7f}", "65536", "-",
+        ];
+        for _ in 0..20_000 {
+            let mut s = String::new();
+            for _ in 0..rng.below(8) {
+                s.push_str(rng.pick(&bits));
+            }
+            if let Ok(t) = Target::parse(&s) {
+                assert_eq!(Target::parse(&t.url()).as_ref(), Ok(&t), "{s:?}");
+            }
+        }
+    }
 }

@@ -493,6 +493,9 @@ pub fn crossed_names(ths: &[Threshold], verdicts: &[Verdict]) -> Vec<String> {
 }
 
 #[cfg(test)]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;

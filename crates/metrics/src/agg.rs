@@ -110,8 +110,9 @@ impl TrendAgg {
         if self.count == 0 {
             return 0.0;
         }
-        // HDR buckets round; clamp into the exact observed range.
-        hist::percentile(&self.hist, p).clamp(self.min, self.max)
+        // HDR buckets round; clamp into the exact observed range. Not `f64::clamp`: it
+        // panics when min > max, which a hand-edited or corrupt result file can say.
+        hist::percentile(&self.hist, p).max(self.min).min(self.max)
     }
 }
 
@@ -230,6 +231,19 @@ impl Agg {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by fuzz/fuzz_targets/result_file.rs: a result file whose trend says
+    /// `"min": 5.025, "max": 1.425` made `volley summary` panic in `f64::clamp`.
+    #[test]
+    fn percentile_of_a_trend_with_min_above_max_does_not_panic() {
+        let mut t = TrendAgg::new();
+        t.add(2.0);
+        t.add(3.0);
+        (t.min, t.max) = (5.025, 1.425);
+        for p in [0.0, 50.0, 99.9, 100.0] {
+            assert!(t.percentile(p).is_finite());
+        }
+    }
 
     #[test]
     fn merging_two_halves_equals_recording_all() {

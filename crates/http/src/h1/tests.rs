@@ -446,6 +446,22 @@ async fn malformed_responses_are_protocol_errors() {
     assert!(e.message.contains("64 KiB"), "{e}");
 }
 
+/// Found by fuzz/fuzz_targets/h1_response.rs: httparse takes any three digits, and a
+/// status below 100 was read as a body-less 1xx-like final response, so its body became the
+/// next response's head on a keep-alive connection.
+#[tokio::test]
+async fn status_codes_below_100_are_protocol_errors() {
+    for case in [
+        &b"HTTP/1.1 020 OK\r\nContent-Length: 5\r\n\r\nhello"[..],
+        b"HTTP/1.1 000 Zero\r\n\r\n",
+        b"HTTP/1.1 099 X\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    ] {
+        let e = one(case, BodyMode::Keep).await.unwrap_err();
+        assert_eq!(e.class, ErrorClass::Protocol, "{e}");
+        assert!(e.message.contains("status code"), "{e}");
+    }
+}
+
 #[test]
 fn chunk_size_lines() {
     assert_eq!(parse_chunk_size(b"0\r").unwrap(), 0);
