@@ -399,7 +399,7 @@ impl RunResult {
             }
             None => {
                 return Err(format!(
-                    "result file has no numeric \"version\" (this Volley reads version {VERSION})"
+                    "result file has no \"version\" number (this Volley reads version {VERSION})"
                 ))
             }
         }
