@@ -166,6 +166,23 @@ impl TrendAgg {
             None => (hist::interpolated(&self.hist, q) / hist::SCALE).clamp(self.min, self.max),
         }
     }
+
+    /// Several percentiles at once (as [`TrendAgg::percentile`]): the exact samples are
+    /// sorted once, not selected per percentile (the per-second series asks for four).
+    pub fn percentiles<const N: usize>(&self, ps: [f64; N]) -> [f64; N] {
+        match self.exact() {
+            Some(s) if self.count > 1 => {
+                let mut v = s.to_vec();
+                v.sort_unstable_by(f64::total_cmp);
+                ps.map(|p| {
+                    let i = (p / 100.0).clamp(0.0, 1.0) * (v.len() as f64 - 1.0);
+                    let (j, k) = (v[i.floor() as usize], v[i.ceil() as usize]);
+                    j + (k - j) * (i - i.floor())
+                })
+            }
+            _ => ps.map(|p| self.percentile(p)),
+        }
+    }
 }
 
 /// k6's `TrendSink.P` over unsorted samples (`q` in 0..=1): the two order statistics around
@@ -411,6 +428,11 @@ mod tests {
             for p in PS {
                 assert_eq!(t.percentile(p), k6_p(&vs, p / 100.0), "n={n} p({p})");
             }
+            assert_eq!(
+                t.percentiles(PS).to_vec(),
+                PS.map(|p| k6_p(&vs, p / 100.0)).to_vec(),
+                "n={n}, several at once"
+            );
             let k6_avg = vs.iter().fold(0.0, |s, v| s + v) / n as f64;
             assert_eq!(t.mean(), k6_avg, "n={n} avg");
         }
