@@ -160,6 +160,11 @@ fn trend_percentiles_of_32_and_1032_samples_equal_k6s_to_the_last_bit() {
     assert_eq!(o.status.code(), Some(0), "summary: {}", stderr(&o));
     let again: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(trend_stats(&again), k6_numbers, "volley summary of --save");
+    // handleSummary's data (k6 v1.8.1 prints the same JSON for this script).
+    let o = run(&["run", "-q", &script("percentiles_handle_summary.js")]);
+    assert_eq!(o.status.code(), Some(0), "handleSummary: {}", stderr(&o));
+    let data: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(data, k6_numbers, "handleSummary data");
     // With k6 at hand, the same script under k6 gives these numbers today too.
     if let Some(k6) = k6() {
         let k6_export = dir.join("k6.json");
