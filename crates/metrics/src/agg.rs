@@ -502,6 +502,18 @@ mod tests {
         }
         assert_eq!(t.percentile(0.0), t.min);
         assert_eq!(t.percentile(100.0), t.max);
+        // Few distinct values (the histogram's short sparse form), many repeats.
+        let vs: Vec<f64> = (0..5_000).map(|i| (i % 50) as f64 * 3.7 + 2.0).collect();
+        let mut t = TrendAgg::new();
+        vs.iter().for_each(|&v| t.add(v));
+        assert!(matches!(t.hist, TrendHist::Sparse(_)) && t.exact().is_none());
+        for p in [1.0, 50.0, 95.0, 99.0] {
+            let (got, exact) = (t.percentile(p), k6_p(&vs, p / 100.0));
+            assert!(
+                (got - exact).abs() <= exact * 0.0005,
+                "p({p}): {got} vs {exact}"
+            );
+        }
     }
 
     #[test]
