@@ -101,3 +101,87 @@ fn summary_export_matches_k6_for_the_same_script() {
     // Both requested the same: 10 + 24 requests.
     assert_eq!(v["metrics"]["http_reqs"]["count"], 34);
 }
+
+/// k6 v1.8.1's `--summary-export` numbers for tests/k6/percentiles.js (the custom trends get
+/// fixed values), obtained with
+/// `k6 run -q --summary-export k6.json tests/k6/percentiles.js` on 2026-11-25: exit code 0,
+/// the threshold `p(95)<2500` on t32 not crossed. They equal k6's formula (metrics/sink.go,
+/// TrendSink.P) over the script's values.
+const K6_TRENDS: &str = r#"{
+  "t32": {"avg": 1455.3027276785717, "count": 32, "max": 2622.1225714285715,
+    "med": 1571.5823571428573, "min": 19.967285714285715, "p(1)": 74.5292342857143,
+    "p(90)": 2343.166771428572, "p(95)": 2456.552721428571, "p(99)": 2605.583982857143,
+    "p(99.9)": 2620.468712571429},
+  "t1032": {"avg": 1452.0373250276868, "count": 1032, "max": 2850.3751428571427,
+    "med": 1466.8337142857142, "min": 1.453, "p(1)": 33.75097285714286,
+    "p(90)": 2575.796542857143, "p(95)": 2696.148664285714, "p(99)": 2803.8146085714284,
+    "p(99.9)": 2844.293991142857}
+}"#;
+
+/// The trend statistics of t32 and t1032 in a summary export, without the thresholds.
+fn trend_stats(export: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    for name in ["t32", "t1032"] {
+        let mut m = export["metrics"][name].clone();
+        if let Some(o) = m.as_object_mut() {
+            o.remove("thresholds");
+        }
+        out.insert(name.to_string(), m);
+    }
+    Value::Object(out)
+}
+
+#[test]
+fn trend_percentiles_of_32_and_1032_samples_equal_k6s_to_the_last_bit() {
+    let dir = common::scratch("k6-percentiles");
+    let (export, saved) = (dir.join("volley.json"), dir.join("run.json"));
+    let o = run(&[
+        "run",
+        &script("percentiles.js"),
+        "-q",
+        "--summary-export",
+        export.to_str().unwrap(),
+        "--save",
+        saved.to_str().unwrap(),
+    ]);
+    // p(95) of t32 is 2456.55 (k6's interpolation); the nearest-rank histogram bucket Volley
+    // used before said 2569.x and crossed `p(95)<2500`: exit code 99.
+    assert_eq!(o.status.code(), Some(0), "volley: {}", stderr(&o));
+    let v: Value = serde_json::from_slice(&std::fs::read(&export).unwrap()).unwrap();
+    let k6_numbers: Value = serde_json::from_str(K6_TRENDS).unwrap();
+    assert_eq!(
+        trend_stats(&v),
+        k6_numbers,
+        "volley (left) vs k6 v1.8.1 (right)"
+    );
+    assert_eq!(v["metrics"]["t32"]["thresholds"]["p(95)<2500"], false);
+    // The saved result file gives the same numbers again.
+    let o = run(&["summary", saved.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "summary: {}", stderr(&o));
+    let again: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(trend_stats(&again), k6_numbers, "volley summary of --save");
+    // handleSummary's data (k6 v1.8.1 prints the same JSON for this script).
+    let o = run(&["run", "-q", &script("percentiles_handle_summary.js")]);
+    assert_eq!(o.status.code(), Some(0), "handleSummary: {}", stderr(&o));
+    let data: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(data, k6_numbers, "handleSummary data");
+    // With k6 at hand, the same script under k6 gives these numbers today too.
+    if let Some(k6) = k6() {
+        let k6_export = dir.join("k6.json");
+        let o = Command::new(&k6)
+            .args(["run", "-q", "--no-usage-report", "--address", "127.0.0.1:0"])
+            .arg("--summary-export")
+            .arg(&k6_export)
+            .arg(script("percentiles.js"))
+            .env("K6_NO_USAGE_REPORT", "true")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "k6: {}", stderr(&o));
+        let k: Value = serde_json::from_slice(&std::fs::read(&k6_export).unwrap()).unwrap();
+        assert_eq!(
+            trend_stats(&v),
+            trend_stats(&k),
+            "volley (left) vs k6 (right)"
+        );
+    }
+}

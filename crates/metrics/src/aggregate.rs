@@ -197,4 +197,29 @@ mod tests {
             _ => panic!(),
         }
     }
+
+    #[test]
+    fn exact_samples_reach_the_totals_but_not_the_per_second_series() {
+        let mut agg = Aggregator::new(1, 100);
+        let mut w = Recorder::new();
+        let h = w.handle(MetricKey::new("t"), MetricKind::Trend, Unit::Time);
+        for (i, vs) in [[1.5, 9.25, 4.0], [2.0, 7.5, 3.25]].iter().enumerate() {
+            vs.iter().for_each(|&v| w.add(h, v));
+            agg.add(0, i as u64, w.snapshot());
+        }
+        let (totals, series) = agg.finish();
+        let Agg::Trend(t) = totals[0].to_agg().unwrap() else {
+            panic!()
+        };
+        assert_eq!(t.exact(), Some(&[1.5, 9.25, 4.0, 2.0, 7.5, 3.25][..]));
+        // k6: sorted 1.5 2 3.25 4 7.5 9.25, rank 0.5 × 5 = 2.5 → 3.25 + 0.5 × 0.75.
+        assert_eq!(t.percentile(50.0), 3.625);
+        // A point holds fixed-size statistics (exact ones: 4.0 is the median of 1.5, 4, 9.25).
+        let json = serde_json::to_string(&series).unwrap();
+        assert!(!json.contains("samples"), "{json}");
+        assert!(matches!(
+            series.points[0].values[0].stat,
+            crate::series::Stat::Trend { p50, .. } if p50 == 4.0
+        ));
+    }
 }

@@ -1,7 +1,8 @@
 //! volley-metrics: the metrics core every Volley mode records into.
 //!
-//! Invariants (see DESIGN.md): no raw samples are kept, and nothing is pushed sample by sample
-//! through a channel. Each worker thread owns a [`Recorder`]; once per interval it hands a
+//! Invariants (see DESIGN.md): no raw samples are kept beyond a trend's small bounded buffer
+//! ([`agg::EXACT_MAX`], for k6's exact percentiles on small samples), and nothing is pushed
+//! sample by sample through a channel. Each worker thread owns a [`Recorder`]; once per interval it hands a
 //! [`Snapshot`] of its aggregates to the [`Aggregator`], which merges them into run totals and a
 //! bounded per-interval [`Series`]. The finished run becomes a [`RunResult`], the versioned file
 //! that summaries, reports, comparisons and merges read.
@@ -12,7 +13,8 @@
 //!   short list while it has few distinct values (a series per URL costs bytes, not an HDR
 //!   array).
 //! - [`hist_check`]: bounds a file's encoded histogram (sizes, bounds, counts) before decoding.
-//! - [`agg`]: the four metric kinds (counter, gauge, rate, trend) as mergeable aggregates.
+//! - [`agg`]: the four metric kinds (counter, gauge, rate, trend) as mergeable aggregates; a
+//!   trend keeps its exact samples while it has few, for k6's interpolated percentiles.
 //! - [`recorder`]: per-worker, lock-free recording through pre-resolved handles.
 //! - [`aggregate`]: merges worker snapshots into totals and the per-second series.
 //! - [`series`]: the per-interval time series, coarsened so its size stays bounded.

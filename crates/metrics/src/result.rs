@@ -1,7 +1,7 @@
 //! The run result file: what `--save` writes and `summary`, `report`, `compare` and `merge`
 //! read. Documented in `docs/result-file.md`; bump [`VERSION`] on incompatible changes.
 
-use crate::agg::{Agg, MetricKind, TrendAgg, Unit};
+use crate::agg::{Agg, MetricKind, TrendAgg, Unit, EXACT_MAX};
 use crate::hist;
 use crate::recorder::MetricDesc;
 use crate::series::Series;
@@ -203,13 +203,17 @@ pub enum TotalValue {
         total: u64,
     },
     /// `hist` is the standard compressed HDR encoding of values in thousandths of the unit
-    /// (µs for time trends); min, max and sum are exact.
+    /// (µs for time trends); min, max and sum are exact. `samples` holds every value in
+    /// arrival order while there are at most [`EXACT_MAX`] (absent in older files and past
+    /// that), so percentiles read back from a file are k6's, as in the run.
     Trend {
         count: u64,
         sum: f64,
         min: f64,
         max: f64,
         hist: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        samples: Vec<f64>,
     },
 }
 
@@ -269,6 +273,7 @@ impl MetricTotal {
                 min,
                 max,
                 hist: h,
+                samples,
             } => {
                 let hist =
                     hist::decode_trend(h).map_err(|e| format!("metric {}: {e}", self.name))?;
@@ -279,6 +284,12 @@ impl MetricTotal {
                     sum: *sum,
                     min: if empty { f64::INFINITY } else { *min },
                     max: if empty { f64::NEG_INFINITY } else { *max },
+                    // Validated: all of them or none (a file without them reads as past the buffer).
+                    samples: if samples.len() as u64 == *count {
+                        samples.clone()
+                    } else {
+                        Vec::new()
+                    },
                 }))
             }
         })
@@ -305,9 +316,38 @@ impl TotalValue {
                 min: if t.count == 0 { 0.0 } else { t.min },
                 max: if t.count == 0 { 0.0 } else { t.max },
                 hist: t.hist.encode(),
+                samples: t.exact().map_or_else(Vec::new, <[f64]>::to_vec),
             },
         }
     }
+}
+
+/// A trend's exact samples from a file: none, or all `count` of them (at most [`EXACT_MAX`]),
+/// each within the stated `min..=max` (JSON has no NaN or infinity to let through).
+fn check_samples(samples: &[f64], count: u64, min: f64, max: f64) -> Result<(), String> {
+    if samples.is_empty() {
+        return Ok(());
+    }
+    if samples.len() > EXACT_MAX {
+        return Err(format!(
+            "{} values, more than the {EXACT_MAX} a trend keeps exactly",
+            samples.len()
+        ));
+    }
+    if samples.len() as u64 != count {
+        return Err(format!(
+            "holds {} values but count is {count} (all samples or none)",
+            samples.len()
+        ));
+    }
+    if let Some((i, v)) = samples
+        .iter()
+        .enumerate()
+        .find(|(_, v)| !(min..=max).contains(*v))
+    {
+        return Err(format!("[{i}]: {v} is outside min {min} .. max {max}"));
+    }
+    Ok(())
 }
 
 /// Why two result files could not be merged.
@@ -440,6 +480,7 @@ impl RunResult {
                     min,
                     max,
                     hist: h,
+                    samples,
                     ..
                 } => {
                     let held = hist::check(h).map_err(|e| format!("{}.hist: {e}", at()))?;
@@ -452,6 +493,8 @@ impl RunResult {
                     if *count > 0 && min > max {
                         return Err(format!("{}: min {min} is above max {max}", at()));
                     }
+                    check_samples(samples, *count, *min, *max)
+                        .map_err(|e| format!("{}.samples: {e}", at()))?;
                 }
             }
         }
@@ -602,181 +645,5 @@ impl RunResult {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::{Aggregator, Recorder};
-
-    fn run(seed: u64, n: u64) -> RunResult {
-        let mut rec = Recorder::new();
-        let reqs = rec.handle(
-            MetricKey::tagged("http_reqs", &[("status", "200")]),
-            MetricKind::Counter,
-            Unit::Default,
-        );
-        let dur = rec.handle(
-            MetricKey::new("http_req_duration"),
-            MetricKind::Trend,
-            Unit::Time,
-        );
-        let failed = rec.handle(
-            MetricKey::new("http_req_failed"),
-            MetricKind::Rate,
-            Unit::Default,
-        );
-        let mut agg = Aggregator::new(1, 100);
-        for i in 0..n {
-            rec.add(reqs, 1.0);
-            rec.trend_us(dur, 1000 + (i * 37 + seed) % 5000);
-            rec.rate(failed, i % 10 == 0);
-            if i % 100 == 99 {
-                agg.add(0, i / 100, rec.snapshot());
-            }
-        }
-        agg.add(0, n / 100, rec.snapshot());
-        let (metrics, series) = agg.finish();
-        let meta = RunMeta {
-            mode: "http".into(),
-            name: "http://127.0.0.1/".into(),
-            started_unix_ms: 1000 + seed,
-            ended_unix_ms: 5000 + seed,
-            duration_s: 4.0,
-            instances: 1,
-            ..Default::default()
-        };
-        RunResult::new(meta, serde_json::json!({"connections": 1}), metrics, series)
-    }
-
-    #[test]
-    fn file_round_trip_is_lossless() {
-        let r = run(1, 1000);
-        let text = serde_json::to_string(&r).unwrap();
-        let back = RunResult::from_json(&text).unwrap();
-        assert_eq!(back.metrics, r.metrics);
-        assert_eq!(back.series, r.series);
-        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let reqs = v["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["name"] == "http_reqs")
-            .unwrap();
-        assert_eq!(reqs["kind"], "counter");
-        assert_eq!(reqs["tags"]["status"], "200");
-        assert_eq!(reqs["sum"], 1000.0);
-    }
-
-    #[test]
-    fn merge_is_exact() {
-        let a = run(1, 1000);
-        let b = run(7, 500);
-        let m = a.merge(&b).unwrap();
-        assert_eq!(m.counter_sum("http_reqs"), 1500.0);
-        assert_eq!(m.meta.instances, 2);
-        let get = |r: &RunResult, n: &str| r.metric(n, &TagSet::new()).unwrap().to_agg().unwrap();
-        let (Agg::Trend(ta), Agg::Trend(tb), Agg::Trend(tm)) = (
-            get(&a, "http_req_duration"),
-            get(&b, "http_req_duration"),
-            get(&m, "http_req_duration"),
-        ) else {
-            panic!()
-        };
-        assert_eq!(tm.count, 1500);
-        assert_eq!(tm.min, ta.min.min(tb.min));
-        assert_eq!(tm.max, ta.max.max(tb.max));
-        // Histograms add exactly: merged percentile equals one from recording both runs.
-        let mut both = ta.clone();
-        both.merge(&tb);
-        assert_eq!(tm.percentile(99.0), both.percentile(99.0));
-        assert_eq!(tm.hist.len(), 1500);
-        match &m.metric("http_req_failed", &TagSet::new()).unwrap().value {
-            TotalValue::Rate { trues, total } => assert_eq!((*trues, *total), (150, 1500)),
-            _ => panic!(),
-        }
-        // Series: interval 0 holds 100 requests from each run.
-        assert_eq!(m.series.points[0].counter_sum("http_reqs"), 200.0);
-    }
-
-    #[test]
-    fn merge_is_exact_when_one_side_has_few_values() {
-        // 1000 spread values: an HDR array; 10 values: the short sparse form.
-        let (a, b) = (run(1, 1000), run(7, 10));
-        let m = a.merge(&b).unwrap();
-        let hist_of =
-            |r: &RunResult| match &r.metric("http_req_duration", &TagSet::new()).unwrap().value {
-                TotalValue::Trend { hist, .. } => hist::decode(hist).unwrap(),
-                _ => panic!(),
-            };
-        let mut both = hist_of(&a);
-        both.add(hist_of(&b)).unwrap();
-        let merged = hist_of(&m);
-        assert_eq!(merged.len(), 1010);
-        for p in [0.0, 50.0, 90.0, 99.0, 99.9, 100.0] {
-            assert_eq!(
-                merged.value_at_percentile(p),
-                both.value_at_percentile(p),
-                "p{p}"
-            );
-        }
-        // The same in the other order, and both sparse.
-        let m2 = b.merge(&a).unwrap();
-        assert_eq!(
-            hist_of(&m2).value_at_percentile(99.0),
-            both.value_at_percentile(99.0)
-        );
-        let m3 = b.merge(&b).unwrap();
-        assert_eq!(hist_of(&m3).len(), 20);
-        assert_eq!(
-            hist_of(&m3).value_at_percentile(50.0),
-            hist_of(&b).value_at_percentile(50.0)
-        );
-    }
-
-    #[test]
-    fn merge_rejects_different_tests() {
-        let a = run(1, 10);
-        let mut b = run(1, 10);
-        b.meta.name = "other".into();
-        assert!(a.merge(&b).unwrap_err().0.contains("different tests"));
-    }
-
-    #[test]
-    fn reading_wrong_files_says_why() {
-        assert!(RunResult::from_json("{").unwrap_err().contains("line 1"));
-        assert!(RunResult::from_json("{\"x\":1}")
-            .unwrap_err()
-            .contains("not a Volley result file"));
-        assert!(
-            RunResult::from_json("{\"format\":\"volley-result\",\"version\":99}")
-                .unwrap_err()
-                .contains("version")
-        );
-    }
-
-    #[test]
-    fn write_is_atomic_and_readable() {
-        let dir = std::env::temp_dir().join(format!("volley-metrics-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("run.json");
-        let r = run(3, 300);
-        r.write(&p).unwrap();
-        let back = RunResult::read(&p).unwrap();
-        assert_eq!(back.counter_sum("http_reqs"), 300.0);
-        let leftovers: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
-            .collect();
-        assert!(leftovers.is_empty());
-        // A failed rename (the target is a directory) reports the error and cleans up.
-        let taken = dir.join("taken");
-        std::fs::create_dir_all(taken.join("x")).unwrap();
-        assert!(r.write(&taken).is_err());
-        let leftovers = std::fs::read_dir(&dir)
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
-            .count();
-        assert_eq!(leftovers, 0);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-}
+#[path = "result_tests.rs"]
+mod tests;

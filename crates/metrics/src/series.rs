@@ -89,16 +89,19 @@ impl Stat {
                 trues: *trues,
                 total: *total,
             },
-            Agg::Trend(t) => Stat::Trend {
-                count: t.count,
-                min: t.min,
-                max: t.max,
-                mean: t.mean(),
-                p50: t.percentile(50.0),
-                p90: t.percentile(90.0),
-                p95: t.percentile(95.0),
-                p99: t.percentile(99.0),
-            },
+            Agg::Trend(t) => {
+                let [p50, p90, p95, p99] = t.percentiles([50.0, 90.0, 95.0, 99.0]);
+                Stat::Trend {
+                    count: t.count,
+                    min: t.min,
+                    max: t.max,
+                    mean: t.mean(),
+                    p50,
+                    p90,
+                    p95,
+                    p99,
+                }
+            }
         }
     }
 
