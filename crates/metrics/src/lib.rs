@@ -12,6 +12,8 @@
 //!   short list while it has few distinct values (a series per URL costs bytes, not an HDR
 //!   array).
 //! - [`agg`]: the four metric kinds (counter, gauge, rate, trend) as mergeable aggregates.
+//! - [`guard`]: the per-metric cardinality guard that folds tag sets beyond a limit into one
+//!   overflow series, so memory does not grow with the number of distinct tag values.
 //! - [`recorder`]: per-worker, lock-free recording through pre-resolved handles.
 //! - [`aggregate`]: merges worker snapshots into totals and the per-second series.
 //! - [`series`]: the per-interval time series, coarsened so its size stays bounded.
@@ -20,6 +22,7 @@
 
 pub mod agg;
 pub mod aggregate;
+pub mod guard;
 pub mod hist;
 pub mod recorder;
 pub mod result;
@@ -28,6 +31,7 @@ pub mod time;
 
 pub use agg::{Agg, MetricKind, Unit};
 pub use aggregate::Aggregator;
+pub use guard::{SeriesGuard, DEFAULT_MAX_SERIES, OVERFLOW_TAG};
 pub use recorder::{Handle, MetricDesc, Recorder, SampleSink, Snapshot};
 pub use result::{MergeError, MetricTotal, RunMeta, RunResult, ThresholdResult, TotalValue};
 pub use series::{Point, Series, SeriesValue};

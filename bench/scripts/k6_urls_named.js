@@ -1,0 +1,11 @@
+// Distinct URLs with a name (issue #13, bounded series): every iteration requests a URL no
+// other iteration requests, tagged with one `name`. Series are keyed by `name`, so memory,
+// the result file and `volley summary` must not grow with the number of URLs.
+//   volley run -u 200 -d 5m -e BASE=http://127.0.0.1:18281 k6_urls_named.js   (volley target)
+import http from 'k6/http';
+
+const BASE = __ENV.BASE || 'http://127.0.0.1:18281';
+
+export default function () {
+  http.get(`${BASE}/get?id=${__VU}-${__ITER}`, { tags: { name: 'get' } });
+}
