@@ -4,7 +4,8 @@
 //   volley run -u 200 -d 5m -e BASE=http://127.0.0.1:18281 k6_urls_named.js   (volley target)
 import http from 'k6/http';
 
-const BASE = __ENV.BASE || 'http://127.0.0.1:18281';
+// BASE, or bench/k6.sh's URL (which ends with a slash).
+const BASE = (__ENV.BASE || __ENV.URL || 'http://127.0.0.1:18281').replace(/\/$/, '');
 
 export default function () {
   http.get(`${BASE}/get?id=${__VU}-${__ITER}`, { tags: { name: 'get' } });
