@@ -166,14 +166,19 @@ fn tag_sets_beyond_max_series_fold_into_one_overflow_series_with_one_warning() {
     assert!(first("group_duration").contains("tag 'group'"));
     // Raw rows keep the folded samples' own tags.
     let text = std::fs::read_to_string(&csv).unwrap();
-    let rows = text.lines().filter(|l| l.starts_with("http_reqs,")).count();
-    assert_eq!(rows as f64, n);
+    let urls: std::collections::HashSet<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("http_reqs,"))
+        .map(|l| l.split(',').nth(16).unwrap())
+        .collect();
+    assert_eq!(urls.len() as f64, n, "a row per request, each with its url");
+    assert!(urls.iter().all(|u| u.contains("/get?id=")));
     assert!(!text.contains("overflow"));
-    assert!(text.contains(&format!("/get?id=4-{}", n as usize / 4 - 1)));
 }
 
 const URL_THRESHOLD: &str = r#"
 import http from "k6/http";
+import exec from "k6/execution";
 export const options = {
   thresholds: {
     [`http_reqs{url:${__ENV.BASE}/get?id=fixed}`]: ["count==20", "count<20"],
@@ -181,7 +186,7 @@ export const options = {
   },
 };
 export default function () {
-  const fixed = __ITER < 5;
+  const fixed = exec.scenario.iterationInTest < 20;
   const url = fixed ? `${__ENV.BASE}/get?id=fixed` : `${__ENV.BASE}/get?id=${__VU}-${__ITER}`;
   http.get(url, { tags: { name: "get" } });
 }
@@ -203,4 +208,39 @@ fn threshold_on_a_url_tagged_sub_metric_still_sees_its_url() {
     assert_eq!(th("count==20").observed, Some(20.0));
     assert!(!th("count<20").ok);
     assert!(th("count>1000").ok);
+}
+
+#[test]
+fn max_series_out_of_range_is_an_invalid_option() {
+    let dir = scratch("bounded-bad-option");
+    let path = dir.join("bad.js");
+    std::fs::write(
+        &path,
+        "export const options = { maxSeriesPerMetric: 0 };\nexport default function () {}\n",
+    )
+    .unwrap();
+    let o = common::run(&["run", "-q", "-i", "1", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(104), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("options.maxSeriesPerMetric: expected a number of tag sets"),
+        "{}",
+        stderr(&o)
+    );
+    let ok = dir.join("ok.js");
+    std::fs::write(&ok, "export default function () {}\n").unwrap();
+    let o = common::run(&[
+        "run",
+        "-q",
+        "-i",
+        "1",
+        "--max-series",
+        "2000000",
+        ok.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(104), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--max-series: expected"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -177,11 +177,12 @@ impl Prepared {
         }
         let settings = st.shared.settings();
         settings.filter_system_tags(&mut t);
-        let raw = st.rec.borrow().has_sink().then(|| Arc::new(t.clone()));
+        let full = st.rec.borrow().has_sink().then(|| t.clone());
         // k6 groups by `name`: a named request's URL does not key its series (memory must
         // not grow with distinct URLs), unless a threshold selects by `url`. Raw outputs
         // still get it through `raw`.
-        if self.name_tag.is_some() && !settings.url_keys_series {
+        let keyed_by_url = self.name_tag.is_none() || settings.url_keys_series;
+        if !keyed_by_url {
             t.remove("url");
         }
         let h = with_cache(&st.rec, |c| {
@@ -198,6 +199,10 @@ impl Prepared {
             }
             h
         });
+        // Raw outputs need the full tags only when the series' key differs from them.
+        let raw = full
+            .filter(|_| !keyed_by_url || st.rec.borrow().is_overflow(h.reqs))
+            .map(Arc::new);
         if cacheable {
             if self.series.len() >= SERIES_MAX {
                 self.series.remove(0);

@@ -170,10 +170,10 @@ impl SampleSink for JsonSink {
             self.series.resize(i + 1, None);
         }
         // The line's end is made once per series and per raw tag set (a request repeated
-        // with the same tags hands over the same `Arc`).
+        // with the same tags hands over the same `Arc`, or an equal one from another VU).
         let fresh = match (&self.series[i], tags) {
             (None, _) => true,
-            (Some((Some(a), _)), Some(t)) => !Arc::ptr_eq(a, t),
+            (Some((Some(a), _)), Some(t)) => !Arc::ptr_eq(a, t) && **a != **t,
             (Some((a, _)), t) => a.is_some() != t.is_some(),
         };
         if fresh {

@@ -283,4 +283,64 @@ mod tests {
         r.rate(idle, true);
         assert_eq!(r.snapshot().entries.len(), 1);
     }
+
+    /// (series, the series' tags, the sample's raw tags).
+    type Sample = (u32, TagSet, Option<TagSet>);
+
+    /// Keeps what a sink saw.
+    struct Seen(std::rc::Rc<std::cell::RefCell<Vec<Sample>>>);
+
+    impl SampleSink for Seen {
+        fn sample(&mut self, s: u32, d: &MetricDesc, t: Option<&Arc<TagSet>>, _: f64) {
+            let raw = t.map(|t| (**t).clone());
+            self.0.borrow_mut().push((s, d.key.tags.clone(), raw));
+        }
+        fn flush(&mut self) {}
+    }
+
+    #[test]
+    fn guard_folds_keys_beyond_the_limit_and_sinks_keep_their_tags() {
+        let mut r = Recorder::new();
+        let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        r.set_sink(Box::new(Seen(seen.clone())));
+        r.set_guard(Arc::new(SeriesGuard::new(2, Box::new(|_| {}))));
+        let key = |i: usize| MetricKey::tagged("checks", &[("check", &format!("c{i}"))]);
+        for i in 0..1000 {
+            r.record_keyed(key(i), MetricKind::Rate, Unit::Default, |r, h| {
+                r.rate(h, true)
+            });
+        }
+        // Two admitted series and one overflow series, whatever the number of keys.
+        assert_eq!(r.descs.len(), 3);
+        assert_eq!(r.index.len(), 3);
+        let s = r.snapshot();
+        let over = s
+            .entries
+            .iter()
+            .find(|(d, _)| SeriesGuard::is_overflow(&d.key))
+            .unwrap();
+        assert!(matches!(
+            over.1,
+            Agg::Rate {
+                trues: 998,
+                total: 998
+            }
+        ));
+        // The sink saw every sample with its own check name.
+        let seen = seen.borrow();
+        assert_eq!(seen.len(), 1000);
+        let last = &seen[999];
+        assert_eq!(
+            last.1.get(crate::OVERFLOW_TAG).map(String::as_str),
+            Some("true")
+        );
+        assert_eq!(
+            last.2
+                .as_ref()
+                .and_then(|t| t.get("check"))
+                .map(String::as_str),
+            Some("c999")
+        );
+        assert!(seen[0].2.is_none(), "an admitted key needs no raw tags");
+    }
 }

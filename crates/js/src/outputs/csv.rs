@@ -169,7 +169,7 @@ impl SampleSink for CsvSink {
         // As in `--out json`: the row's end is made once per series and raw tag set.
         let fresh = match (&self.series[i], tags) {
             (None, _) => true,
-            (Some((Some(a), ..)), Some(t)) => !Arc::ptr_eq(a, t),
+            (Some((Some(a), ..)), Some(t)) => !Arc::ptr_eq(a, t) && **a != **t,
             (Some((a, ..)), t) => a.is_some() != t.is_some(),
         };
         if fresh {
