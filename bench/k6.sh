@@ -24,6 +24,8 @@
 #   REPS [3] runs per tool and scenario (tools interleaved within a rep; medians reported)
 #   MIN_VUS [50] MIN_DUR [10]   SLEEP_VUS [5000] SLEEP_DUR [15]   FLAT_DUR [300]
 #   RATE [20000] RATE_DUR [10] RATE_VUS [200]   URLS_VUS [200] URLS_DUR [300]
+#   URLS_K6_DUR [URLS_DUR] k6's duration in `urls` (its memory grows with the URLs: ~2.3 GB
+#                          a minute at 200 VUs; keep it short on a shared machine)
 #   TARGET [nginx] nginx (1 worker, 13-byte body) or volley (`volley target --threads 1`)
 #   TOOL_CPU [0] TARGET_CPU [1]  PORT [18380]  OUT [bench/out/k6-<timestamp>]
 #   K6 [$PEERS/bin/k6 or PATH]  PEERS [~/.cache/volley-peers]  NGINX [PATH or /usr/sbin/nginx]
@@ -52,6 +54,7 @@ RATE_DUR=${RATE_DUR:-10}
 RATE_VUS=${RATE_VUS:-200}
 URLS_VUS=${URLS_VUS:-200}
 URLS_DUR=${URLS_DUR:-300}
+URLS_K6_DUR=${URLS_K6_DUR:-$URLS_DUR}
 TARGET=${TARGET:-nginx}
 TOOL_CPU=${TOOL_CPU:-0}
 TARGET_CPU=${TARGET_CPU:-1}
@@ -249,8 +252,11 @@ scenario() {  # NAME SCRIPT VUS DUR REPS
   echo "$sc $(basename "$script") $vus $dur" >> "$OUT/scenarios.txt"
   for rep in $(seq "$reps"); do
     for tool in $TOOLS; do
-      cmd_for "$tool" "$script" "$vus" "$dur"
-      run_one "$sc" "$tool" "$rep" $((dur + 60)) "$vus" "${CMD[@]}"
+      local d=$dur
+      [ "$sc.$tool" != urls.k6 ] || d=$URLS_K6_DUR
+      cmd_for "$tool" "$script" "$vus" "$d"
+      mkdir -p "$OUT/runs/$sc.$tool.$rep" && echo "$d" > "$OUT/runs/$sc.$tool.$rep/dur"
+      run_one "$sc" "$tool" "$rep" $((d + 60)) "$vus" "${CMD[@]}"
       [ "$sc" != urls ] || after_urls "$OUT/runs/$sc.$tool.$rep"
     done
   done

@@ -93,7 +93,12 @@ def main(out):
                 continue
             r = load(os.path.join(runs_dir, d))
             if r is not None:
-                r["rps"] = r["reqs"] / dur
+                # A run may have had its own duration (urls: URLS_K6_DUR).
+                try:
+                    dur_run = float(open(os.path.join(runs_dir, d, "dur")).read())
+                except (OSError, ValueError):
+                    dur_run = dur
+                r["rps"] = r["reqs"] / dur_run
                 r["rpc"] = r["reqs"] / r["cpu"] if r["cpu"] else None
                 r["kib_vu"] = r["rss_mb"] * 1024 / vus if vus else None
                 by_tool.setdefault(tool, []).append(r)

@@ -2,9 +2,10 @@
 //! makes up (a URL per request, an id per check) would otherwise create a series per value,
 //! and memory would grow with the number of distinct values. One guard is shared by every
 //! worker's [`Recorder`](crate::Recorder) of a run: each metric admits at most `limit` tag
-//! sets; samples with a tag set beyond that go to the metric's one overflow series (tagged
-//! [`OVERFLOW_TAG`]`=true`), and the guard warns once per metric, naming the tag with the
-//! most distinct values.
+//! sets; samples with a tag set beyond that go to the metric's overflow series (tagged
+//! [`OVERFLOW_TAG`]`=true` plus the few [`OVERFLOW_KEEPS`] tags, so the summary's
+//! `{expected_response:true}` and per-status or per-scenario thresholds still count them),
+//! and the guard warns once per metric, naming the tag with the most distinct values.
 //!
 //! The guard remembers hashes, not tag sets: a metric at its limit costs a few tens of KiB.
 
@@ -19,6 +20,13 @@ pub const DEFAULT_MAX_SERIES: usize = 1000;
 
 /// The tag that marks a metric's overflow series (its only tag, with the value `true`).
 pub const OVERFLOW_TAG: &str = "overflow";
+
+/// Tags an overflow series keeps: their values are few (true/false, the script's scenarios,
+/// status codes), and [`OVERFLOW_VARIANTS`] caps them anyway.
+pub const OVERFLOW_KEEPS: [&str; 3] = ["expected_response", "scenario", "status"];
+
+/// Overflow series a metric may have (beyond, the one without kept tags takes the rest).
+pub const OVERFLOW_VARIANTS: usize = 64;
 
 /// Receives the one warning per overflowing metric.
 pub type WarnFn = Box<dyn Fn(&str) + Send + Sync>;
@@ -36,6 +44,8 @@ pub struct SeriesGuard {
 #[derive(Default)]
 struct Seen {
     sets: HashSet<u64>,
+    /// Hashes of the overflow series' tag sets.
+    overflow: HashSet<u64>,
     /// Per tag name: hashes of the distinct values among the admitted sets.
     values: HashMap<String, HashSet<u64>>,
     warned: bool,
@@ -68,13 +78,37 @@ impl SeriesGuard {
         self.limit
     }
 
-    /// The overflow series of metric `name`.
-    pub fn overflow_key(name: &str) -> MetricKey {
-        MetricKey::tagged(name, &[(OVERFLOW_TAG, "true")])
+    /// The overflow series a key that was not admitted goes to: its metric, `overflow=true`
+    /// and the key's [`OVERFLOW_KEEPS`] tags (none once the metric has
+    /// [`OVERFLOW_VARIANTS`] overflow series).
+    pub fn overflow_key(&self, key: &MetricKey) -> MetricKey {
+        let mut tags: TagSet = OVERFLOW_KEEPS
+            .iter()
+            .filter_map(|k| key.tags.get_key_value(*k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        tags.insert(OVERFLOW_TAG.to_string(), "true".to_string());
+        let h = hash(&tags);
+        let mut metrics = self.metrics.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(seen) = metrics.get_mut(&key.name) {
+            if !seen.overflow.contains(&h) {
+                if seen.overflow.len() >= OVERFLOW_VARIANTS {
+                    tags.retain(|k, _| k == OVERFLOW_TAG);
+                } else {
+                    seen.overflow.insert(h);
+                }
+            }
+        }
+        MetricKey {
+            name: key.name.clone(),
+            tags,
+        }
     }
 
+    /// Is `key` an overflow series? (Only a marker for views: a script's own `overflow`
+    /// tag is still subject to the guard.)
     pub fn is_overflow(key: &MetricKey) -> bool {
-        key.tags.len() == 1 && key.tags.get(OVERFLOW_TAG).is_some_and(|v| v == "true")
+        key.tags.get(OVERFLOW_TAG).is_some_and(|v| v == "true")
     }
 
     /// May `key` have a series of its own? Called once per new key per worker; admitting a
@@ -176,6 +210,19 @@ mod tests {
         assert!(!g.admit(&key(3)));
         assert!(!g.admit(&key(4)));
         assert!(g.admit(&MetricKey::new("other")), "the limit is per metric");
+        // The overflow series keeps the few-valued tags only.
+        let k = MetricKey::tagged("checks", &[("check", "c9"), ("status", "200")]);
+        let o = g.overflow_key(&k);
+        assert!(SeriesGuard::is_overflow(&o));
+        assert_eq!(o.tags.len(), 2, "{:?}", o.tags);
+        assert_eq!(o.tags.get("status").map(String::as_str), Some("200"));
+        // ... and at most OVERFLOW_VARIANTS variants of it.
+        for i in 0..2 * OVERFLOW_VARIANTS {
+            let k = MetricKey::tagged("checks", &[("status", &i.to_string())]);
+            assert!(g.overflow_key(&k).tags.len() <= 2);
+        }
+        let k = MetricKey::tagged("checks", &[("status", "999999")]);
+        assert_eq!(g.overflow_key(&k).tags.len(), 1, "variants are capped");
         let w = warnings.lock().unwrap();
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(

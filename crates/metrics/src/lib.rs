@@ -31,7 +31,7 @@ pub mod time;
 
 pub use agg::{Agg, MetricKind, Unit};
 pub use aggregate::Aggregator;
-pub use guard::{SeriesGuard, DEFAULT_MAX_SERIES, OVERFLOW_TAG};
+pub use guard::{SeriesGuard, DEFAULT_MAX_SERIES, OVERFLOW_KEEPS, OVERFLOW_TAG};
 pub use recorder::{Handle, MetricDesc, Recorder, SampleSink, Snapshot};
 pub use result::{MergeError, MetricTotal, RunMeta, RunResult, ThresholdResult, TotalValue};
 pub use series::{Point, Series, SeriesValue};

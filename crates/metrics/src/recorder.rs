@@ -83,8 +83,6 @@ pub struct Recorder {
     sink: Option<Box<dyn SampleSink>>,
     /// The run's cardinality guard (shared by every worker), if it has one.
     guard: Option<Arc<SeriesGuard>>,
-    /// Per metric name: its overflow series, once it has one.
-    overflow: HashMap<String, Handle>,
     /// The raw tags of the samples being recorded (see [`Recorder::set_sample_tags`]).
     sample_tags: Option<Arc<TagSet>>,
 }
@@ -104,13 +102,12 @@ impl Recorder {
             return *h;
         }
         if let Some(g) = &self.guard {
-            if !SeriesGuard::is_overflow(&key) && !g.admit(&key) {
-                if let Some(h) = self.overflow.get(&key.name) {
+            if !g.admit(&key) {
+                let key = g.overflow_key(&key);
+                if let Some(h) = self.index.get(&key) {
                     return *h;
                 }
-                let h = self.insert(SeriesGuard::overflow_key(&key.name), kind, unit);
-                self.overflow.insert(key.name, h);
-                return h;
+                return self.insert(key, kind, unit);
             }
         }
         self.insert(key, kind, unit)
