@@ -15,11 +15,17 @@
 #   rate   a constant-arrival-rate scenario (bench/scripts/k6_rate.js: one GET + check per
 #          iteration) at RATE iterations/s for RATE_DUR s with RATE_VUS VUs: does the tool
 #          keep the rate (achieved req/s vs RATE, dropped iterations) and at what CPU.
+#   urls   distinct URLs (bench/scripts/k6_urls_named.js: every iteration GETs a URL no other
+#          iteration requests, tagged name=get) with URLS_VUS VUs for URLS_DUR s, one run per
+#          tool: RSS at the end against RSS at 30 s (issue #13, bounded series); volley also
+#          saves its result file (--save) and `volley summary` of it is timed.
 #
 # Environment (defaults in brackets):
 #   REPS [3] runs per tool and scenario (tools interleaved within a rep; medians reported)
 #   MIN_VUS [50] MIN_DUR [10]   SLEEP_VUS [5000] SLEEP_DUR [15]   FLAT_DUR [300]
-#   RATE [20000] RATE_DUR [10] RATE_VUS [200]
+#   RATE [20000] RATE_DUR [10] RATE_VUS [200]   URLS_VUS [200] URLS_DUR [300]
+#   URLS_K6_DUR [URLS_DUR] k6's duration in `urls` (its memory grows with the URLs: ~2.3 GB
+#                          a minute at 200 VUs; keep it short on a shared machine)
 #   TARGET [nginx] nginx (1 worker, 13-byte body) or volley (`volley target --threads 1`)
 #   TOOL_CPU [0] TARGET_CPU [1]  PORT [18380]  OUT [bench/out/k6-<timestamp>]
 #   K6 [$PEERS/bin/k6 or PATH]  PEERS [~/.cache/volley-peers]  NGINX [PATH or /usr/sbin/nginx]
@@ -46,6 +52,9 @@ FLAT_DUR=${FLAT_DUR:-300}
 RATE=${RATE:-20000}
 RATE_DUR=${RATE_DUR:-10}
 RATE_VUS=${RATE_VUS:-200}
+URLS_VUS=${URLS_VUS:-200}
+URLS_DUR=${URLS_DUR:-300}
+URLS_K6_DUR=${URLS_K6_DUR:-$URLS_DUR}
 TARGET=${TARGET:-nginx}
 TOOL_CPU=${TOOL_CPU:-0}
 TARGET_CPU=${TARGET_CPU:-1}
@@ -65,7 +74,7 @@ while [ $# -gt 0 ]; do
     -h|--help) usage; exit 0 ;;
     summary) [ -n "${2:-}" ] && [ -d "$2" ] || die "usage: $0 summary OUTDIR"
              exec python3 "$HERE/lib/k6_table.py" "$2" ;;
-    min|sleep|flat|rate) SCENARIOS+=("$1") ;;
+    min|sleep|flat|rate|urls) SCENARIOS+=("$1") ;;
     *) usage >&2; exit 2 ;;
   esac
   shift
@@ -222,6 +231,19 @@ cmd_for() {
     volley) CMD=("$VOLLEY" run --quiet --threads 1 --summary-export summary.json -e URL="$url"
                  --vus "$vus" --duration "${dur}s" "$script") ;;
   esac
+  # The distinct-URL run also keeps volley's result file (its size must not follow the URLs).
+  [ "$tool" = volley ] && [ "$(basename "$script")" = k6_urls_named.js ] && CMD+=(--save result.json)
+  return 0
+}
+
+# after_urls DIR: the result file's size and a timed `volley summary` of it.
+after_urls() {
+  local dir=$1
+  [ -f "$dir/result.json" ] || return 0
+  stat -c %s "$dir/result.json" > "$dir/result_bytes"
+  /usr/bin/time -f '%e %M' -o "$dir/summary_time.txt" "$VOLLEY" summary "$dir/result.json" \
+    > "$dir/summary.txt" 2>&1 || true
+  log "    result file $(awk '{printf "%.2f MB", $1/1e6}' "$dir/result_bytes"); volley summary: $(awk '{printf "%ss, peak RSS %d MB", $1, $2/1024}' "$dir/summary_time.txt")"
 }
 
 scenario() {  # NAME SCRIPT VUS DUR REPS
@@ -230,8 +252,12 @@ scenario() {  # NAME SCRIPT VUS DUR REPS
   echo "$sc $(basename "$script") $vus $dur" >> "$OUT/scenarios.txt"
   for rep in $(seq "$reps"); do
     for tool in $TOOLS; do
-      cmd_for "$tool" "$script" "$vus" "$dur"
-      run_one "$sc" "$tool" "$rep" $((dur + 60)) "$vus" "${CMD[@]}"
+      local d=$dur
+      [ "$sc.$tool" != urls.k6 ] || d=$URLS_K6_DUR
+      cmd_for "$tool" "$script" "$vus" "$d"
+      mkdir -p "$OUT/runs/$sc.$tool.$rep" && echo "$d" > "$OUT/runs/$sc.$tool.$rep/dur"
+      run_one "$sc" "$tool" "$rep" $((d + 60)) "$vus" "${CMD[@]}"
+      [ "$sc" != urls ] || after_urls "$OUT/runs/$sc.$tool.$rep"
     done
   done
 }
@@ -251,6 +277,7 @@ for sc in "${SCENARIOS[@]}"; do
     sleep) scenario sleep "$HERE/scripts/k6_sleep.js" "$SLEEP_VUS" "$SLEEP_DUR" "$REPS" ;;
     flat)  scenario flat "$HERE/scripts/k6_sleep.js" "$SLEEP_VUS" "$FLAT_DUR" 1 ;;
     rate)  scenario rate "$HERE/scripts/k6_rate.js" "$RATE_VUS" "$RATE_DUR" "$REPS" ;;
+    urls)  scenario urls "$HERE/scripts/k6_urls_named.js" "$URLS_VUS" "$URLS_DUR" 1 ;;
   esac
 done
 stop_server

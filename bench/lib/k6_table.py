@@ -50,7 +50,19 @@ def load(run):
     except (OSError, ValueError):
         pass
     r["rss_samples"] = samples
+    r["dir"] = run
     return r
+
+
+def urls_extra(run):
+    """The urls scenario: volley's result file size and the timed `volley summary` of it."""
+    try:
+        size = int(open(os.path.join(run, "result_bytes")).read())
+        secs, kb = open(os.path.join(run, "summary_time.txt")).read().split()[:2]
+    except (OSError, ValueError):
+        return ""
+    return (f"result file {size / 1e6:.2f} MB; `volley summary` of it: {float(secs):.2f} s, "
+            f"peak RSS {int(kb) / 1024:.0f} MB")
 
 
 def med(rows, key):
@@ -81,7 +93,12 @@ def main(out):
                 continue
             r = load(os.path.join(runs_dir, d))
             if r is not None:
-                r["rps"] = r["reqs"] / dur
+                # A run may have had its own duration (urls: URLS_K6_DUR).
+                try:
+                    dur_run = float(open(os.path.join(runs_dir, d, "dur")).read())
+                except (OSError, ValueError):
+                    dur_run = dur
+                r["rps"] = r["reqs"] / dur_run
                 r["rpc"] = r["reqs"] / r["cpu"] if r["cpu"] else None
                 r["kib_vu"] = r["rss_mb"] * 1024 / vus if vus else None
                 by_tool.setdefault(tool, []).append(r)
@@ -126,7 +143,7 @@ def main(out):
                 for r in rows:
                     print(f"- {tool}: {r['rps']:.0f} iterations/s achieved, {r['dropped']:.0f} dropped, "
                           f"{r['cpu']:.2f} CPU-s over {dur:g} s ({r['cpu'] / dur * 100:.0f} % of one core)")
-        if name == "flat":
+        if name in ("flat", "urls"):
             print()
             for tool, rows in by_tool.items():
                 for r in rows:
@@ -138,6 +155,9 @@ def main(out):
                     end = smp[-4] if len(smp) > 4 else smp[-1]
                     print(f"- {tool}: RSS {at30[1]:.0f} MB at {at30[0]:.0f} s, {end[1]:.0f} MB at "
                           f"{end[0]:.0f} s (end ÷ 30 s = {end[1] / at30[1]:.3f}), peak {r['rss_mb']:.0f} MB")
+                    extra = urls_extra(r["dir"]) if name == "urls" else ""
+                    if extra:
+                        print(f"  {extra}")
         print()
 
 

@@ -355,6 +355,10 @@ pub struct RunArgs {
     /// request fails with error_code 1790 (overrides options.maxResponseBodySize)
     #[arg(long, value_name = "SIZE", value_parser = volley_js::options::parse_size)]
     pub max_response_body: Option<u64>,
+    /// Tag sets each metric keeps (default 1000); beyond, new tag sets fold into the metric's
+    /// {overflow:true} series, with one warning (overrides options.maxSeriesPerMetric)
+    #[arg(long, value_name = "N")]
+    pub max_series: Option<u64>,
     /// Append this run to a history: an SQLite file or directory (.volley/history.db when
     /// given without a value) or a postgres:// URL (see docs/history.md)
     #[arg(long, value_name = "DIR_OR_URL", num_args = 0..=1, default_missing_value = "")]

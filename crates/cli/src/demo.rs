@@ -160,6 +160,7 @@ pub fn run(a: DemoArgs) -> i32 {
             summary_trend_stats: None,
             summary_time_unit: None,
             max_response_body: None,
+            max_series: None,
             history: None,
             labels: Vec::new(),
             quiet: false,

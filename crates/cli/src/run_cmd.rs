@@ -125,6 +125,7 @@ pub fn run(a: RunArgs) -> i32 {
             .as_deref()
             .map(|s| s.split(',').map(|x| x.trim().to_string()).collect()),
         summary_time_unit: a.summary_time_unit.clone(),
+        max_series: a.max_series,
         show_progress: !a.quiet,
         live_progress: !a.quiet && std::io::stderr().is_terminal(),
         max_response_body: a.max_response_body,

@@ -138,18 +138,15 @@ fn record<'js>(
     crate::vu::add_tags(&mut t, tags.cloned())?;
     let h = {
         let mut rec = st.rec.borrow_mut();
-        let h = rec.handle(
-            MetricKey {
-                name: "checks".into(),
-                tags: t,
-            },
-            MetricKind::Rate,
-            Unit::Default,
-        );
-        rec.rate(h, pass);
-        h
+        let key = MetricKey {
+            name: "checks".into(),
+            tags: t,
+        };
+        let h = rec.record_keyed(key, MetricKind::Rate, Unit::Default, |r, h| r.rate(h, pass));
+        // A folded check keeps resolving (its raw tags differ from the overflow series').
+        (!rec.is_overflow(h)).then_some(h)
     };
-    if let (true, Some(c)) = (plain, &cache) {
+    if let (true, Some(c), Some(h)) = (plain, &cache, h) {
         let mut entries = c.0.borrow_mut();
         if entries.len() < CACHE_MAX {
             entries.push((atom, group, h, name_js));

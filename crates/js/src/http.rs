@@ -98,9 +98,13 @@ struct Prepared {
     shown_url: Rc<str>,
     name_tag: Option<String>,
     user_tags: Vec<(String, String)>,
-    /// (group id, status, expected, error code) → the series its samples go to.
-    series: Vec<(u32, u16, bool, u32, HttpHandles)>,
+    /// (group id, status, expected, error code) → the series its samples go to, and the
+    /// samples' full tags for raw outputs (only when the run has one).
+    series: Vec<SeriesEntry>,
 }
+
+/// (group id, status, expected, error code, handles, raw tags): see [`Prepared::series`].
+type SeriesEntry = (u32, u16, bool, u32, HttpHandles, Option<Arc<TagSet>>);
 
 impl Prepared {
     fn new(method: &str, url: &str, headers: &[String], tags: &[String]) -> Prepared {
@@ -137,7 +141,8 @@ impl Prepared {
         }
     }
 
-    /// The handles for this request's samples with `status` / `err` in `group`.
+    /// The handles for this request's samples with `status` / `err` in `group`, and their
+    /// full tags when raw outputs (`--out json/csv`) need them.
     fn handles(
         &mut self,
         st: &VuState,
@@ -146,7 +151,7 @@ impl Prepared {
         expected: bool,
         err: u32,
         proto: Option<&'static str>,
-    ) -> HttpHandles {
+    ) -> (HttpHandles, Option<Arc<TagSet>>) {
         // VU tags set by the script (k6/execution) can change at any time: no caching then;
         // nor for the rare HTTP/1.0 response (the cache key has no protocol).
         let cacheable = st.ext.tags.borrow().is_empty() && proto != Some(HTTP10);
@@ -155,7 +160,7 @@ impl Prepared {
             .iter()
             .find(|s| cacheable && s.1 == status && s.2 == expected && s.3 == err && s.0 == group)
         {
-            return s.4;
+            return (s.4, s.5.clone());
         }
         // Tags as k6: method, url, name, status, expected_response, proto, group, scenario.
         let mut t = st.base_tags();
@@ -179,22 +184,42 @@ impl Prepared {
         if err != 0 {
             t.insert("error_code".into(), err.to_string());
         }
-        st.shared.settings().filter_system_tags(&mut t);
+        let settings = st.shared.settings();
+        settings.filter_system_tags(&mut t);
+        let full = st.rec.borrow().has_sink().then(|| t.clone());
+        // k6 groups by `name`: a named request's URL does not key its series (memory must
+        // not grow with distinct URLs), unless a threshold selects by `url`. Raw outputs
+        // still get it through `raw`.
+        let keyed_by_url = self.name_tag.is_none() || settings.url_keys_series;
+        if !keyed_by_url {
+            t.remove("url");
+        }
         let h = with_cache(&st.rec, |c| {
             if let Some(h) = c.handles.get(&t) {
                 return *h;
             }
             let h = HttpHandles::resolve(&mut st.rec.borrow_mut(), &t);
-            c.handles.insert(t, h);
+            // Overflowed tag sets are not remembered: they would fill the cache for nothing.
+            if !st.rec.borrow().is_overflow(h.reqs) {
+                if c.handles.len() >= HANDLES_MAX {
+                    c.handles.clear();
+                }
+                c.handles.insert(t, h);
+            }
             h
         });
+        // Raw outputs need the full tags only when the series' key differs from them.
+        let raw = full
+            .filter(|_| !keyed_by_url || st.rec.borrow().is_overflow(h.reqs))
+            .map(Arc::new);
         if cacheable {
             if self.series.len() >= SERIES_MAX {
                 self.series.remove(0);
             }
-            self.series.push((group, status, expected, err, h));
+            self.series
+                .push((group, status, expected, err, h, raw.clone()));
         }
-        h
+        (h, raw)
     }
 }
 
@@ -290,6 +315,11 @@ impl HttpHandles {
         }
     }
 }
+
+/// Tag sets whose handles a worker remembers (cleared when full: bounded, not an LRU).
+const HANDLES_MAX: usize = 4096;
+/// Host names whose address a worker remembers (cleared when full).
+const DNS_MAX: usize = 1024;
 
 /// Per worker thread: handle and DNS caches (VUs of a worker share its recorder).
 #[derive(Default)]
@@ -920,6 +950,9 @@ fn finish_hop<'js>(
     let target = hop.target;
     if let (Some(a), None, false) = (ex.addr, hop.cached, hop.had_conn) {
         with_cache(&st.rec, |c| {
+            if c.dns.len() >= DNS_MAX {
+                c.dns.clear();
+            }
             c.dns.insert((target.host.clone(), target.port), a);
         });
     }
@@ -963,11 +996,15 @@ fn finish_hop<'js>(
             .prepare(&spec.method, &spec.url, &spec.headers, &spec.tags)
     };
     {
-        let h = {
+        let (h, raw) = {
             let group = st.group_id.get();
             st.http.borrow_mut().prepared[i].handles(st, group, status, expected, code, version)
         };
         let mut rec = st.rec.borrow_mut();
+        let raw_out = raw.is_some();
+        if raw_out {
+            rec.set_sample_tags(raw);
+        }
         let us = |d: Duration| d.as_micros() as u64;
         rec.add(h.reqs, 1.0);
         rec.trend_us(h.duration, us(timings.duration()));
@@ -980,6 +1017,9 @@ fn finish_hop<'js>(
         rec.rate(h.failed, !expected);
         rec.add(h.sent, sent as f64);
         rec.add(h.received, received as f64);
+        if raw_out {
+            rec.set_sample_tags(None);
+        }
     }
 
     // Follow redirects as k6 does (each hop is its own request in the metrics).

@@ -284,6 +284,14 @@ pub fn run(
         out.set_thresholds(&ths);
         resolved.settings.json_out = Some(Arc::new(out));
     }
+    // Series keys (issue #13): a named request's URL keys its series only when a threshold
+    // selects by `url`; every metric's tag sets are capped by one guard shared by the workers.
+    resolved.settings.url_keys_series = ths.iter().any(|t| t.tags.iter().any(|(k, _)| k == "url"));
+    let started = std::time::Instant::now();
+    resolved.settings.series_guard = Some(Arc::new(volley_metrics::SeriesGuard::new(
+        resolved.settings.max_series,
+        Box::new(move |m| eprintln!("WARN[{:04}] {m}", started.elapsed().as_secs())),
+    )));
     let json_out = resolved.settings.json_out.clone();
     let mut outs = outputs::Outputs::start(&cli.outputs).map_err(RunError::Other)?;
     resolved.settings.csv_out = outs.csv.clone();

@@ -28,6 +28,8 @@ pub struct CliOptions {
     pub outputs: Vec<crate::outputs::OutSpec>,
     /// `--monitor`: targets sampled on the run's timeline (`monitor_*` gauges).
     pub monitor: volley_engine::MonitorPlan,
+    /// `--max-series N`: replaces `options.maxSeriesPerMetric`.
+    pub max_series: Option<u64>,
     /// `--threshold METRIC:EXPR`, as (metric key, expression): added to
     /// `options.thresholds[METRIC]`.
     pub thresholds: Vec<(String, String)>,
@@ -82,6 +84,14 @@ pub struct RunSettings {
     pub json_out: Option<Arc<crate::out_json::JsonOut>>,
     /// `--out csv`: k6's CSV of every sample.
     pub csv_out: Option<Arc<crate::outputs::csv::CsvOut>>,
+    /// `maxSeriesPerMetric` / `--max-series`: tag sets a metric keeps before new ones fold
+    /// into its overflow series (see [`volley_metrics::guard`]).
+    pub max_series: usize,
+    /// Does the `url` tag key the series of a request that has a `name`? Only when a
+    /// threshold names the `url` tag (k6 groups by `name`; the URL stays in raw outputs).
+    pub url_keys_series: bool,
+    /// The run's cardinality guard (made once the thresholds are known).
+    pub series_guard: Option<Arc<volley_metrics::SeriesGuard>>,
 }
 
 impl Default for RunSettings {
@@ -102,6 +112,9 @@ impl Default for RunSettings {
             batch_per_host: 6,
             json_out: None,
             csv_out: None,
+            max_series: volley_metrics::DEFAULT_MAX_SERIES,
+            url_keys_series: false,
+            series_guard: None,
         }
     }
 }
@@ -206,6 +219,19 @@ fn fmt_secs(d: Duration) -> String {
     }
 }
 
+/// `maxSeriesPerMetric`: at least 1, and small enough that the guard stays bounded.
+fn max_series(n: u64, what: &str) -> Result<usize, String> {
+    const MAX: u64 = 1_000_000;
+    if n == 0 || n > MAX {
+        return Err(format!(
+            "{what}: expected a number of tag sets per metric from 1 to {MAX}, got {n} \
+             (default {})",
+            volley_metrics::DEFAULT_MAX_SERIES
+        ));
+    }
+    Ok(n as usize)
+}
+
 /// Resolve the script's `options` (JSON, may be null) with CLI overrides.
 pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved, String> {
     let empty = serde_json::Map::new();
@@ -267,6 +293,9 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
             "teardownTimeout" => settings.teardown_timeout = duration(v, "teardownTimeout")?,
             "batch" => settings.batch = count(v, "batch")?,
             "batchPerHost" => settings.batch_per_host = count(v, "batchPerHost")?,
+            "maxSeriesPerMetric" => {
+                settings.max_series = max_series(count(v, k)?, "options.maxSeriesPerMetric")?
+            }
             "summaryTrendStats" => {
                 let arr = v.as_array().ok_or(
                     "options.summaryTrendStats: expected an array such as [\"avg\", \"p(95)\"]",
@@ -312,6 +341,9 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
     }
     if let Some(n) = cli.max_response_body {
         settings.max_response_body = n;
+    }
+    if let Some(n) = cli.max_series {
+        settings.max_series = max_series(n, "--max-series")?;
     }
     // As k6: the CLI's shortcuts replace whatever the script configured.
     let cli_shortcuts = cli.vus.is_some() || cli.duration.is_some() || cli.iterations.is_some();

@@ -124,8 +124,9 @@ impl JsonOut {
 struct JsonSink {
     out: Arc<JsonOut>,
     buf: Vec<u8>,
-    /// Per series (by handle index): the line's end, from `,"tags"` on.
-    series: Vec<Option<String>>,
+    /// Per series (by handle index): the raw tags it was made for and the line's end, from
+    /// `,"tags"` on.
+    series: Vec<Option<(Option<Arc<TagSet>>, String)>>,
     /// The current second and its formatted `YYYY-MM-DDTHH:MM:SS`.
     clock: (u64, String),
 }
@@ -163,14 +164,22 @@ fn number(v: f64) -> String {
 }
 
 impl SampleSink for JsonSink {
-    fn sample(&mut self, series: u32, desc: &MetricDesc, value: f64) {
+    fn sample(&mut self, series: u32, desc: &MetricDesc, tags: Option<&Arc<TagSet>>, value: f64) {
         let i = series as usize;
         if self.series.len() <= i {
             self.series.resize(i + 1, None);
         }
-        if self.series[i].is_none() {
+        // The line's end is made once per series and per raw tag set (a request repeated
+        // with the same tags hands over the same `Arc`, or an equal one from another VU).
+        let fresh = match (&self.series[i], tags) {
+            (None, _) => true,
+            (Some((Some(a), _)), Some(t)) => !Arc::ptr_eq(a, t) && **a != **t,
+            (Some((a, _)), t) => a.is_some() != t.is_some(),
+        };
+        if fresh {
             self.out.declare(&desc.key.name, desc.kind, desc.unit);
-            self.series[i] = Some(tail(&desc.key.name, &desc.key.tags));
+            let end = tail(&desc.key.name, tags.map_or(&desc.key.tags, |t| &**t));
+            self.series[i] = Some((tags.cloned(), end));
         }
         let (secs, sub) = now();
         if self.clock.0 != secs {
@@ -180,7 +189,9 @@ impl SampleSink for JsonSink {
         b.extend_from_slice(br#"{"type":"Point","data":{"time":""#);
         b.extend_from_slice(self.clock.1.as_bytes());
         let _ = write!(b, ".{sub:06}Z\",\"value\":{}", number(value));
-        b.extend_from_slice(self.series[i].as_deref().unwrap_or("").as_bytes());
+        if let Some((_, end)) = &self.series[i] {
+            b.extend_from_slice(end.as_bytes());
+        }
         if b.len() >= BUF_LIMIT {
             self.flush();
         }

@@ -134,7 +134,14 @@ impl Summary {
             if m.name == "checks" {
                 if let Agg::Rate { trues, total } = &agg {
                     let g = m.tags.get("group").cloned().unwrap_or_default();
-                    let name = m.tags.get("check").cloned().unwrap_or_default();
+                    let name = match m.tags.get("check") {
+                        Some(c) => c.clone(),
+                        // The guard's overflow series (volley_metrics::guard).
+                        None if m.tags.contains_key(volley_metrics::OVERFLOW_TAG) => {
+                            "(other checks, beyond maxSeriesPerMetric)".into()
+                        }
+                        None => String::new(),
+                    };
                     let e = checks
                         .entry(g.clone())
                         .or_default()

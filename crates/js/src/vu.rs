@@ -393,15 +393,13 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
                 // An interrupted group has no duration (k6 drops samples of a cut iteration).
                 if !st.interrupted.get() {
                     let mut rec = st.rec.borrow_mut();
-                    let h = rec.handle(
-                        MetricKey {
-                            name: "group_duration".into(),
-                            tags,
-                        },
-                        MetricKind::Trend,
-                        Unit::Time,
-                    );
-                    rec.trend_us(h, took.as_micros() as u64);
+                    let key = MetricKey {
+                        name: "group_duration".into(),
+                        tags,
+                    };
+                    rec.record_keyed(key, MetricKind::Trend, Unit::Time, |r, h| {
+                        r.trend_us(h, took.as_micros() as u64)
+                    });
                 }
                 {
                     let mut g = st.group.borrow_mut();
@@ -503,8 +501,8 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
                     let mut t = st.base_tags();
                     add_tags(&mut t, tags.0)?;
                     let mut rec = st.rec.borrow_mut();
-                    let h = rec.handle(MetricKey { name, tags: t }, kind, unit);
-                    rec.add(h, value);
+                    let key = MetricKey { name, tags: t };
+                    rec.record_keyed(key, kind, unit, |r, h| r.add(h, value));
                     Ok(())
                 },
             )?,
@@ -801,6 +799,9 @@ impl VuFactory for JsFactory {
             if let Some(sink) = crate::outputs::sample_sink(self.shared.settings()) {
                 rec.set_sink(sink);
             }
+        }
+        if let (false, Some(g)) = (rec.has_guard(), &self.shared.settings().series_guard) {
+            rec.set_guard(g.clone());
         }
         drop(rec);
         JsVu::new(id, self.shared.clone(), env, scenario).map_err(|e| e.0)

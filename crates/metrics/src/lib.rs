@@ -15,6 +15,8 @@
 //! - [`hist_check`]: bounds a file's encoded histogram (sizes, bounds, counts) before decoding.
 //! - [`agg`]: the four metric kinds (counter, gauge, rate, trend) as mergeable aggregates; a
 //!   trend keeps its exact samples while it has few, for k6's interpolated percentiles.
+//! - [`guard`]: the per-metric cardinality guard that folds tag sets beyond a limit into one
+//!   overflow series, so memory does not grow with the number of distinct tag values.
 //! - [`recorder`]: per-worker, lock-free recording through pre-resolved handles.
 //! - [`aggregate`]: merges worker snapshots into totals and the per-second series.
 //! - [`series`]: the per-interval time series, coarsened so its size stays bounded.
@@ -26,6 +28,7 @@
 
 pub mod agg;
 pub mod aggregate;
+pub mod guard;
 pub mod hist;
 pub mod hist_check;
 pub mod output;
@@ -37,6 +40,7 @@ pub mod time;
 
 pub use agg::{Agg, MetricKind, Unit};
 pub use aggregate::Aggregator;
+pub use guard::{SeriesGuard, DEFAULT_MAX_SERIES, OVERFLOW_KEEPS, OVERFLOW_TAG};
 pub use recorder::{Handle, MetricDesc, Recorder, SampleSink, Snapshot};
 pub use result::{MergeError, MetricTotal, RunMeta, RunResult, ThresholdResult, TotalValue};
 pub use series::{Point, Series, SeriesValue};

@@ -3,7 +3,8 @@
 //! with no lock, atomic, hash or channel send.
 
 use crate::agg::{Agg, MetricKind, Unit};
-use crate::MetricKey;
+use crate::guard::SeriesGuard;
+use crate::{MetricKey, TagSet};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -66,7 +67,9 @@ pub struct Snapshot {
 /// (`--out json`). Without one, recording costs a single untaken branch more.
 pub trait SampleSink {
     /// `series` is the handle's index; values are in the metric's unit (ms for time trends).
-    fn sample(&mut self, series: u32, desc: &MetricDesc, value: f64);
+    /// `tags`, when given, are the sample's own tags, which the series' key leaves out or
+    /// folds (the `url` of a named request, an overflowed tag set): raw outputs show these.
+    fn sample(&mut self, series: u32, desc: &MetricDesc, tags: Option<&Arc<TagSet>>, value: f64);
     /// Called with every snapshot (once per interval) and should write out what is buffered.
     fn flush(&mut self);
 }
@@ -78,6 +81,10 @@ pub struct Recorder {
     index: HashMap<DescKey, Handle>,
     current: Vec<Agg>,
     sink: Option<Box<dyn SampleSink>>,
+    /// The run's cardinality guard (shared by every worker), if it has one.
+    guard: Option<Arc<SeriesGuard>>,
+    /// The raw tags of the samples being recorded (see [`Recorder::set_sample_tags`]).
+    sample_tags: Option<Arc<TagSet>>,
 }
 
 impl Recorder {
@@ -87,10 +94,71 @@ impl Recorder {
 
     /// Resolve (or create) the series for `key`. Resolving a key again returns the same
     /// handle; the first definition's kind and unit win.
+    ///
+    /// With a guard, a key beyond its metric's limit is not kept: it resolves to the metric's
+    /// overflow series, so the recorder's size does not depend on the keys it is asked for.
     pub fn handle(&mut self, key: MetricKey, kind: MetricKind, unit: Unit) -> Handle {
         if let Some(h) = self.index.get(&key) {
             return *h;
         }
+        if let Some(g) = &self.guard {
+            if !g.admit(&key) {
+                let key = g.overflow_key(&key);
+                if let Some(h) = self.index.get(&key) {
+                    return *h;
+                }
+                return self.insert(key, kind, unit);
+            }
+        }
+        self.insert(key, kind, unit)
+    }
+
+    /// Resolve `key` and record into it with `record`: when the guard folds `key` into the
+    /// overflow series, raw outputs still see `key`'s own tags (for callers that resolve per
+    /// sample: checks, custom metrics, groups).
+    pub fn record_keyed(
+        &mut self,
+        key: MetricKey,
+        kind: MetricKind,
+        unit: Unit,
+        record: impl FnOnce(&mut Recorder, Handle),
+    ) -> Handle {
+        let raw = (self.sink.is_some() && self.guard.is_some() && !self.index.contains_key(&key))
+            .then(|| Arc::new(key.tags.clone()));
+        let h = self.handle(key, kind, unit);
+        let folded = raw.is_some() && self.is_overflow(h);
+        if folded {
+            self.sample_tags = raw;
+        }
+        record(self, h);
+        if folded {
+            self.sample_tags = None;
+        }
+        h
+    }
+
+    /// Is `h` a metric's overflow series?
+    pub fn is_overflow(&self, h: Handle) -> bool {
+        SeriesGuard::is_overflow(&self.descs[h.0 as usize].key)
+    }
+
+    /// Fold keys beyond `guard`'s per-metric limit into overflow series from now on.
+    pub fn set_guard(&mut self, guard: Arc<SeriesGuard>) {
+        self.guard = Some(guard);
+    }
+
+    pub fn has_guard(&self) -> bool {
+        self.guard.is_some()
+    }
+
+    /// The tags raw outputs show for the samples recorded next, until set to `None`: the
+    /// caller's full tag set when the series' key leaves some out. Only worth setting when
+    /// [`Recorder::has_sink`].
+    pub fn set_sample_tags(&mut self, tags: Option<Arc<TagSet>>) {
+        self.sample_tags = tags;
+    }
+
+    fn insert(&mut self, key: MetricKey, kind: MetricKind, unit: Unit) -> Handle {
         let h = Handle(self.descs.len() as u32);
         self.current.push(Agg::empty(kind));
         let desc = Arc::new(MetricDesc { key, kind, unit });
@@ -115,7 +183,7 @@ impl Recorder {
     #[inline]
     fn emit(&mut self, h: Handle, v: f64) {
         if let Some(s) = self.sink.as_mut() {
-            s.sample(h.0, &self.descs[h.0 as usize], v);
+            s.sample(h.0, &self.descs[h.0 as usize], self.sample_tags.as_ref(), v);
         }
     }
 
@@ -211,5 +279,65 @@ mod tests {
         assert!(s2.entries.is_empty(), "second snapshot must start empty");
         r.rate(idle, true);
         assert_eq!(r.snapshot().entries.len(), 1);
+    }
+
+    /// (series, the series' tags, the sample's raw tags).
+    type Sample = (u32, TagSet, Option<TagSet>);
+
+    /// Keeps what a sink saw.
+    struct Seen(std::rc::Rc<std::cell::RefCell<Vec<Sample>>>);
+
+    impl SampleSink for Seen {
+        fn sample(&mut self, s: u32, d: &MetricDesc, t: Option<&Arc<TagSet>>, _: f64) {
+            let raw = t.map(|t| (**t).clone());
+            self.0.borrow_mut().push((s, d.key.tags.clone(), raw));
+        }
+        fn flush(&mut self) {}
+    }
+
+    #[test]
+    fn guard_folds_keys_beyond_the_limit_and_sinks_keep_their_tags() {
+        let mut r = Recorder::new();
+        let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        r.set_sink(Box::new(Seen(seen.clone())));
+        r.set_guard(Arc::new(SeriesGuard::new(2, Box::new(|_| {}))));
+        let key = |i: usize| MetricKey::tagged("checks", &[("check", &format!("c{i}"))]);
+        for i in 0..1000 {
+            r.record_keyed(key(i), MetricKind::Rate, Unit::Default, |r, h| {
+                r.rate(h, true)
+            });
+        }
+        // Two admitted series and one overflow series, whatever the number of keys.
+        assert_eq!(r.descs.len(), 3);
+        assert_eq!(r.index.len(), 3);
+        let s = r.snapshot();
+        let over = s
+            .entries
+            .iter()
+            .find(|(d, _)| SeriesGuard::is_overflow(&d.key))
+            .unwrap();
+        assert!(matches!(
+            over.1,
+            Agg::Rate {
+                trues: 998,
+                total: 998
+            }
+        ));
+        // The sink saw every sample with its own check name.
+        let seen = seen.borrow();
+        assert_eq!(seen.len(), 1000);
+        let last = &seen[999];
+        assert_eq!(
+            last.1.get(crate::OVERFLOW_TAG).map(String::as_str),
+            Some("true")
+        );
+        assert_eq!(
+            last.2
+                .as_ref()
+                .and_then(|t| t.get("check"))
+                .map(String::as_str),
+            Some("c999")
+        );
+        assert!(seen[0].2.is_none(), "an admitted key needs no raw tags");
     }
 }

@@ -152,18 +152,33 @@ impl CsvOut {
 struct CsvSink {
     out: Arc<CsvOut>,
     buf: Vec<u8>,
-    /// Per series: (`name,`, the row's end from the tag columns on).
-    series: Vec<Option<(String, String)>>,
+    /// Per series: (the raw tags it was made for, `name,`, the row's end from the tag
+    /// columns on).
+    series: Vec<Option<RowEnds>>,
 }
 
+/// A series' raw tags (when the sample had its own), `name,` and the row's end.
+type RowEnds = (Option<Arc<TagSet>>, String, String);
+
 impl SampleSink for CsvSink {
-    fn sample(&mut self, series: u32, desc: &MetricDesc, value: f64) {
+    fn sample(&mut self, series: u32, desc: &MetricDesc, tags: Option<&Arc<TagSet>>, value: f64) {
         let i = series as usize;
         if self.series.len() <= i {
             self.series.resize(i + 1, None);
         }
-        let (head, end) = self.series[i]
-            .get_or_insert_with(|| (format!("{},", field(&desc.key.name)), tail(&desc.key.tags)));
+        // As in `--out json`: the row's end is made once per series and raw tag set.
+        let fresh = match (&self.series[i], tags) {
+            (None, _) => true,
+            (Some((Some(a), ..)), Some(t)) => !Arc::ptr_eq(a, t) && **a != **t,
+            (Some((a, ..)), t) => a.is_some() != t.is_some(),
+        };
+        if fresh {
+            let end = tail(tags.map_or(&desc.key.tags, |t| &**t));
+            self.series[i] = Some((tags.cloned(), format!("{},", field(&desc.key.name)), end));
+        }
+        let Some((_, head, end)) = &self.series[i] else {
+            return;
+        };
         let b = &mut self.buf;
         b.extend_from_slice(head.as_bytes());
         let _ = write!(b, "{},{value:.6}", now_s());

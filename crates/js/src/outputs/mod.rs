@@ -128,9 +128,15 @@ pub fn sample_sink(settings: &crate::options::RunSettings) -> Option<Box<dyn Sam
 struct Tee(Vec<Box<dyn SampleSink>>);
 
 impl SampleSink for Tee {
-    fn sample(&mut self, series: u32, desc: &volley_metrics::MetricDesc, value: f64) {
+    fn sample(
+        &mut self,
+        series: u32,
+        desc: &volley_metrics::MetricDesc,
+        tags: Option<&Arc<volley_metrics::TagSet>>,
+        value: f64,
+    ) {
         for s in &mut self.0 {
-            s.sample(series, desc, value);
+            s.sample(series, desc, tags, value);
         }
     }
 
