@@ -170,7 +170,10 @@ mod tests {
             }
             if secs > MAX_DURATION.as_secs_f64() {
                 // Beyond the documented maximum: refused, not a panic.
-                assert!(parse_duration(&text).is_err(), "{text} should exceed the maximum");
+                assert!(
+                    parse_duration(&text).is_err(),
+                    "{text} should exceed the maximum"
+                );
                 continue;
             }
             let d = parse_duration(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
