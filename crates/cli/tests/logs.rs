@@ -60,7 +60,7 @@ fn non_tty_stderr_is_logfmt_in_k6_field_order() {
     let err = stderr(&o);
     let lines = logfmt_lines(&err);
     assert_eq!(
-        &lines[..5],
+        &lines[..6],
         [
             "level=info msg=\"hello world\" source=console",
             "level=info msg=plain_value source=console",
@@ -68,16 +68,19 @@ fn non_tty_stderr_is_logfmt_in_k6_field_order() {
             "level=error msg=\"a<b & c>d\" source=console",
             // An empty message has no msg field (logrus).
             "level=info source=console",
+            // Objects as k6's console writes them (not JSON).
+            "level=info msg=\"obj { a: 1, s: \\\"x\\\", n: null, arr: [ 1, \\\"two\\\", [] ], f: \
+             [object Function] } Uint8Array(2) [ 1, 2 ] Error: e1\" source=console",
         ],
         "{err}"
     );
     // The exception: k6's fields, sorted by key.
-    assert!(lines[5].starts_with("level=error msg=\""), "{err}");
+    assert!(lines[6].starts_with("level=error msg=\""), "{err}");
     assert!(
-        lines[5].ends_with("\" executor=shared-iterations scenario=default source=stacktrace"),
+        lines[6].ends_with("\" executor=shared-iterations scenario=default source=stacktrace"),
         "{err}"
     );
-    assert!(lines[5].contains("Error: boom"), "{err}");
+    assert!(lines[6].contains("Error: boom"), "{err}");
     // Nothing in the terminal form, and console.debug only with -v.
     assert!(!err.contains("INFO[") && !err.contains("ERRO["), "{err}");
     assert!(!err.contains("only with -v"), "{err}");
@@ -97,13 +100,13 @@ fn log_format_json_lines_parse_with_level_msg_source_time() {
         .filter(|l| l.starts_with('{'))
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
-    assert_eq!(lines.len(), 6, "{err}");
+    assert_eq!(lines.len(), 7, "{err}");
     assert_eq!(lines[2]["level"], "warning");
     assert_eq!(lines[2]["msg"], "with \"quotes\" and\nnewline");
     assert_eq!(lines[2]["source"], "console");
     assert!(lines[2]["time"].as_str().unwrap().len() >= 20);
     assert_eq!(lines[4]["msg"], "", "json keeps an empty msg");
-    assert_eq!(lines[5]["scenario"], "default");
+    assert_eq!(lines[6]["scenario"], "default");
     // Keys sorted and HTML escaped, as Go's encoder writes them.
     let raw = err.lines().find(|l| l.contains("a\\u003cb")).expect(&err);
     assert!(
@@ -130,7 +133,7 @@ fn console_output_writes_console_lines_to_the_file_and_not_stderr() {
     let lines = logfmt_lines(&text);
     // k6's console file logger has no source field.
     assert_eq!(lines[0], "level=info msg=\"hello world\"", "{text}");
-    assert_eq!(lines.len(), 5, "{text}");
+    assert_eq!(lines.len(), 6, "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -155,13 +158,13 @@ fn log_output_none_silences_and_file_keeps_its_level() {
 #[test]
 fn k6_log_env_vars_apply_and_the_flag_wins() {
     let json = |o: &Output| stderr(o).lines().filter(|l| l.starts_with('{')).count();
-    assert_eq!(json(&run_logs(&[], &[("K6_LOG_FORMAT", "json")])), 6);
+    assert_eq!(json(&run_logs(&[], &[("K6_LOG_FORMAT", "json")])), 7);
     let o = run_logs(&["--log-format", "text"], &[("K6_LOG_FORMAT", "json")]);
-    assert_eq!((json(&o), logfmt_lines(&stderr(&o)).len()), (0, 6));
+    assert_eq!((json(&o), logfmt_lines(&stderr(&o)).len()), (0, 7));
     let o = run_logs(&[], &[("K6_LOG_OUTPUT", "none")]);
     assert!(!stderr(&o).contains("level="), "{}", stderr(&o));
     let o = run_logs(&["--log-output", "stderr"], &[("K6_LOG_OUTPUT", "none")]);
-    assert_eq!(logfmt_lines(&stderr(&o)).len(), 6);
+    assert_eq!(logfmt_lines(&stderr(&o)).len(), 7);
     let dir = common::scratch("logs-env");
     let (a, b) = (dir.join("a.log"), dir.join("b.log"));
     let ap = a.to_str().unwrap();
@@ -254,7 +257,7 @@ fn console_lines_match_k6s() {
             console(&k),
             "{format}: volley (left) vs k6 (right)"
         );
-        assert_eq!(console(&v).len(), 5);
+        assert_eq!(console(&v).len(), 6);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

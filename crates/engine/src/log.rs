@@ -118,11 +118,13 @@ impl Output {
         for kv in s.split(',') {
             match kv.split_once('=') {
                 Some(("file", p)) if !p.is_empty() => path = Some(PathBuf::from(p)),
-                Some(("level", l)) => level = Level::parse(l).ok_or_else(|| {
-                    format!(
+                Some(("level", l)) => {
+                    level = Level::parse(l).ok_or_else(|| {
+                        format!(
                         "log output '{s}': unknown log level '{l}' (error, warning, info, debug)"
                     )
-                })?,
+                    })?
+                }
                 Some(("file", _)) | None if kv.starts_with("file") => {
                     return Err(format!("log output '{s}': the file path must not be empty"))
                 }
