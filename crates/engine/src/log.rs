@@ -169,6 +169,9 @@ struct Logger {
 }
 
 static LOGGER: OnceLock<Logger> = OnceLock::new();
+/// How many lines of a live display (the progress lines) are on stderr below the last log
+/// line. Locked before stderr by both writers, so a log line and a redraw never interleave.
+static LIVE: Mutex<usize> = Mutex::new(0);
 /// logrus' base timestamp: the `[0001]` seconds of the terminal form count from it.
 static START: OnceLock<Instant> = OnceLock::new();
 
@@ -245,10 +248,46 @@ pub fn log(level: Level, msg: &str, fields: &[(&str, &str)]) {
         let _ = w.write_all(line.as_bytes());
     };
     match &l.sink {
-        Sink::Stderr => out(&mut std::io::stderr().lock()),
+        Sink::Stderr => {
+            let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+            under_live(&mut std::io::stderr().lock(), &mut live, &line);
+        }
         Sink::Stdout => out(&mut std::io::stdout().lock()),
         Sink::None => {}
         Sink::File(f) => out(&mut *f.lock().unwrap_or_else(|p| p.into_inner())),
+    }
+}
+
+/// Draw a live display (`text`, whole lines) on stderr in place of the one drawn before.
+pub fn draw_live(text: &str) {
+    let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    redraw_live(&mut std::io::stderr().lock(), &mut live, text);
+}
+
+/// Write a log line where the `live` lines are (erasing them; the next draw follows it).
+fn under_live(w: &mut dyn Write, live: &mut usize, line: &str) {
+    if *live > 0 {
+        let _ = write!(w, "\x1b[{}A\x1b[J", *live);
+        *live = 0;
+    }
+    let _ = w.write_all(line.as_bytes());
+}
+
+/// Move up over the `live` lines and write `text` (whose lines clear themselves) instead.
+fn redraw_live(w: &mut dyn Write, live: &mut usize, text: &str) {
+    if *live > 0 {
+        let _ = write!(w, "\x1b[{}A", *live);
+    }
+    let _ = w.write_all(text.as_bytes()).and_then(|_| w.flush());
+    *live = text.lines().count();
+}
+
+/// Erase the live display, if one is drawn.
+pub fn clear_live() {
+    let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    if *live > 0 {
+        eprint!("\x1b[{}A\x1b[J", *live);
+        *live = 0;
     }
 }
 
@@ -521,6 +560,54 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&s).unwrap();
         assert_eq!(v["msg"], "a<b");
         assert_eq!(render(Format::Raw, false, Level::Error, "x", &[]), "x\n");
+    }
+
+    /// The screen a terminal shows for `bytes` (cursor up, erase down, erase line, newline).
+    fn screen(bytes: &[u8]) -> Vec<String> {
+        let s = String::from_utf8_lossy(bytes);
+        let (mut rows, mut row) = (vec![String::new()], 0usize);
+        let mut rest = s.as_ref();
+        while let Some(c) = rest.chars().next() {
+            if let Some(esc) = rest.strip_prefix("\x1b[") {
+                let n: String = esc.chars().take_while(char::is_ascii_digit).collect();
+                let cmd = esc[n.len()..].chars().next().unwrap();
+                match cmd {
+                    'A' => row -= n.parse::<usize>().unwrap(),
+                    'J' => {
+                        rows.truncate(row + 1);
+                        rows[row].clear();
+                    }
+                    'K' => rows[row].clear(),
+                    _ => {}
+                }
+                rest = &esc[n.len() + 1..];
+                continue;
+            }
+            if c == '\n' {
+                row += 1;
+                if rows.len() <= row {
+                    rows.push(String::new());
+                }
+            } else {
+                rows[row].push(c);
+            }
+            rest = &rest[c.len_utf8()..];
+        }
+        rows.into_iter().filter(|r| !r.is_empty()).collect()
+    }
+
+    #[test]
+    fn a_log_line_between_progress_draws_stays_on_screen() {
+        let (mut out, mut live) = (Vec::new(), 0);
+        let progress = |n: u32| format!("\x1b[2Krunning {n}\n\x1b[2Kbar {n}\n");
+        redraw_live(&mut out, &mut live, &progress(1));
+        under_live(&mut out, &mut live, "iter 1\n");
+        redraw_live(&mut out, &mut live, &progress(2));
+        redraw_live(&mut out, &mut live, &progress(3));
+        under_live(&mut out, &mut live, "iter 2\n");
+        assert_eq!(screen(&out), ["iter 1", "iter 2"]);
+        redraw_live(&mut out, &mut live, &progress(4));
+        assert_eq!(screen(&out), ["iter 1", "iter 2", "running 4", "bar 4"]);
     }
 
     #[test]
