@@ -369,6 +369,31 @@ pub struct RunArgs {
     /// No text summary (errors and console output still go to stderr)
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+/// k6's logging flags (`volley run`); each falls back to its `K6_*` variable.
+#[derive(Args, Debug, Default)]
+pub struct LogArgs {
+    /// Log lines as text (a terminal's coloured form, logfmt elsewhere), json or raw (as k6;
+    /// env K6_LOG_FORMAT)
+    #[arg(long, value_name = "text|json|raw")]
+    pub log_format: Option<String>,
+    /// Where log lines go: stderr, stdout, none or file=PATH[,level=LEVEL] (as k6; env
+    /// K6_LOG_OUTPUT)
+    #[arg(long, value_name = "OUTPUT")]
+    pub log_output: Option<String>,
+    /// Write console.* lines to FILE instead of the log (appended; env K6_CONSOLE_OUTPUT)
+    #[arg(long, value_name = "FILE")]
+    pub console_output: Option<PathBuf>,
+    /// Debug log lines too (console.debug)
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+    /// No colours in log lines (a terminal then gets logfmt too, as k6; env NO_COLOR,
+    /// K6_NO_COLOR)
+    #[arg(long)]
+    pub no_color: bool,
 }
 
 #[derive(Args, Debug)]

@@ -164,6 +164,7 @@ pub fn run(a: DemoArgs) -> i32 {
             history: None,
             labels: Vec::new(),
             quiet: false,
+            log: Default::default(),
         });
     }
     target.shutdown();

@@ -4,7 +4,7 @@
 use crate::args::RunArgs;
 use crate::{exit, signals};
 use std::io::IsTerminal;
-use volley_engine::RunControl;
+use volley_engine::{log, RunControl};
 use volley_js::{CliOptions, RunError, Summary};
 
 /// k6: some thresholds failed.
@@ -58,7 +58,37 @@ fn drift_note(t: &volley_metrics::ThresholdResult) -> Option<String> {
     ))
 }
 
+/// The logger's settings: each flag, else its `K6_*` variable (k6's precedence).
+fn log_config(a: &crate::args::LogArgs) -> Result<log::Config, String> {
+    let var = |k: &str| std::env::var(k).ok();
+    let pick = |flag: &Option<String>, k: &str| flag.clone().or_else(|| var(k));
+    let format = pick(&a.log_format, "K6_LOG_FORMAT").unwrap_or_default();
+    let output = pick(&a.log_output, "K6_LOG_OUTPUT").unwrap_or_default();
+    Ok(log::Config {
+        format: log::Format::parse(&format).map_err(|e| format!("--log-format: {e}"))?,
+        output: log::Output::parse(&output).map_err(|e| format!("--log-output: {e}"))?,
+        console_output: a.console_output.clone().or_else(|| {
+            var("K6_CONSOLE_OUTPUT")
+                .filter(|v| !v.is_empty())
+                .map(Into::into)
+        }),
+        verbose: a.verbose,
+        // k6: NO_COLOR set (even empty) or K6_NO_COLOR non-empty.
+        no_color: a.no_color
+            || var("NO_COLOR").is_some()
+            || var("K6_NO_COLOR").is_some_and(|v| !v.is_empty()),
+    })
+}
+
 pub fn run(a: RunArgs) -> i32 {
+    match log_config(&a.log) {
+        Err(e) => return exit::usage(&e),
+        Ok(cfg) => {
+            if let Err(e) = log::init(&cfg) {
+                return exit::fail(&e);
+            }
+        }
+    }
     if let Err(e) = crate::history_cmd::check_labels(&a.labels) {
         return exit::usage(&e);
     }
@@ -142,7 +172,7 @@ pub fn run(a: RunArgs) -> i32 {
     ) {
         Ok(o) => o,
         Err(RunError::Script(e)) => {
-            eprintln!("ERRO[0000] {e}");
+            log::log(log::Level::Error, &e, &[("hint", "script exception")]);
             return SCRIPT_EXCEPTION;
         }
         Err(RunError::Config(e)) => {
@@ -150,7 +180,7 @@ pub fn run(a: RunArgs) -> i32 {
             return INVALID_CONFIG;
         }
         Err(RunError::SetupTimeout(e)) => {
-            eprintln!("ERRO[0000] {e}");
+            log::error(&e);
             return SETUP_TIMEOUT;
         }
         Err(RunError::Other(e)) => return exit::fail(&e),
@@ -160,7 +190,7 @@ pub fn run(a: RunArgs) -> i32 {
         }
     };
     if let Some(m) = &out.threshold_abort {
-        eprintln!("ERRO[0000] {m}");
+        log::error(m);
     }
     let summary = match Summary::from_result(&out.result) {
         Ok(s) => s,
@@ -174,13 +204,13 @@ pub fn run(a: RunArgs) -> i32 {
     let handled = match out.handle_summary(&summary, tty.0, tty.1) {
         Ok(Some(outs)) => {
             if let Err(e) = volley_js::handle_summary::write_outputs(&outs) {
-                eprintln!("ERRO[0000] {e}");
+                log::error(&e);
             }
             true
         }
         Ok(None) => false,
         Err(e) => {
-            eprintln!("ERRO[0000] handleSummary: {e}");
+            log::error(&format!("handleSummary: {e}"));
             false
         }
     };
@@ -209,14 +239,18 @@ pub fn run(a: RunArgs) -> i32 {
         return exit::FAILURE;
     }
     if let Some(e) = &out.teardown_error {
-        eprintln!("ERRO[0000] teardown: {e}");
+        log::log(
+            log::Level::Error,
+            &format!("teardown: {e}"),
+            &[("hint", "script exception")],
+        );
         if volley_js::is_teardown_timeout(e) {
             return TEARDOWN_TIMEOUT;
         }
         return SCRIPT_EXCEPTION;
     }
     if let Some(e) = &out.aborted {
-        eprintln!("ERRO[0000] test aborted: {e}");
+        log::error(&format!("test aborted: {e}"));
         return ABORTED;
     }
     // A signal while the summary and outputs were written counts too.
@@ -224,10 +258,10 @@ pub fn run(a: RunArgs) -> i32 {
     if let Some(m) = out.thresholds_message() {
         for t in out.result.thresholds.iter().filter(|t| !t.ok) {
             if let Some(note) = drift_note(t) {
-                eprintln!("ERRO[0000] {note}");
+                log::error(&note);
             }
         }
-        eprintln!("ERRO[0000] {m}");
+        log::error(&m);
         // As k6: an interrupted run exits 105 even with thresholds crossed.
         if !interrupted {
             return THRESHOLDS_FAILED;

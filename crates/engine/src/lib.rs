@@ -12,11 +12,13 @@
 //! - [`summary`]: the quick-mode summary (terminal text and `--json`) computed from a
 //!   [`volley_metrics::RunResult`] alone, so `volley summary run.json` prints the same thing.
 //! - [`sys`]: process facts (peak RSS).
+//! - [`log`]: k6's log lines (logfmt, its terminal form, json, raw) for every part of a run.
 
 pub mod ab;
 pub mod control;
 pub mod duration;
 pub mod executor;
+pub mod log;
 pub mod quick;
 pub mod rate;
 pub mod summary;

@@ -678,13 +678,13 @@ async fn arrivals<F: VuFactory>(
                 env.recorder.borrow_mut().add(h.dropped, 1.0);
                 if !warned {
                     warned = true;
-                    eprintln!(
-                        "WARN[{:04}] Insufficient VUs, reached {} active VUs and cannot initialize \
-                         more  executor={} scenario={}",
-                        t0.elapsed().as_secs(),
-                        spec.executor.max_vus(),
-                        spec.executor.name(),
-                        spec.name
+                    crate::log::log(
+                        crate::log::Level::Warn,
+                        &format!(
+                            "Insufficient VUs, reached {} active VUs and cannot initialize more",
+                            spec.executor.max_vus()
+                        ),
+                        &[("executor", spec.executor.name()), ("scenario", &spec.name)],
                     );
                 }
                 continue;

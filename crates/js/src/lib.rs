@@ -298,7 +298,9 @@ pub fn run(
     let _ = script.shared.settings.set(resolved.settings.clone());
     modules::execution::set_options(&script.shared, &script.options);
     for o in &resolved.ignored {
-        eprintln!("WARN[0000] option '{o}' is not supported by volley yet and is ignored");
+        volley_engine::log::warn(&format!(
+            "option '{o}' is not supported by volley yet and is ignored"
+        ));
     }
     for sc in &resolved.scenarios {
         let exec = sc.exec_name();
@@ -495,10 +497,10 @@ pub fn run(
         })
         .collect();
     for e in outs.finish(&result) {
-        eprintln!("WARN[0000] {e}");
+        volley_engine::log::warn(&e);
     }
     if let Some(e) = json_out.as_ref().and_then(|o| o.error()) {
-        eprintln!("WARN[0000] {e}");
+        volley_engine::log::warn(&e);
     }
     Ok(RunOutput {
         result,

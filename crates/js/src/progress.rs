@@ -3,7 +3,6 @@
 //! final counts. All of it goes to stderr, so stdout stays the summary.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::time::Duration;
 use volley_engine::executor::{fmt_duration, Scenario};
 use volley_engine::vus::{ScenarioState, Tick, VuRunResult};
@@ -68,15 +67,16 @@ fn line(st: &ScenarioState, width: usize) -> String {
     s
 }
 
-/// Redraws the scenario lines once per tick on a terminal.
+/// Redraws the scenario lines once per tick on a terminal, as the logger's live area
+/// ([`volley_engine::log::draw_live`]): a log line printed between two ticks erases the lines
+/// and stays, and the next tick draws them below it.
 pub struct Live {
     on: bool,
-    drawn: usize,
 }
 
 impl Live {
     pub fn new(on: bool) -> Live {
-        Live { on, drawn: 0 }
+        Live { on }
     }
 
     pub fn draw(&mut self, tick: &Tick<'_>) {
@@ -92,9 +92,6 @@ impl Live {
         let done: u64 = tick.scenarios.iter().map(ScenarioState::completed).sum();
         let cut: u64 = tick.scenarios.iter().map(ScenarioState::interrupted).sum();
         let mut out = String::new();
-        if self.drawn > 0 {
-            let _ = write!(out, "\x1b[{}A", self.drawn);
-        }
         let _ = writeln!(
             out,
             "\x1b[2Krunning ({}), {:02}/{:02} VUs, {done} complete and {cut} interrupted iterations",
@@ -108,17 +105,13 @@ impl Live {
         for st in tick.scenarios {
             let _ = writeln!(out, "\x1b[2K{}", line(st, width));
         }
-        self.drawn = tick.scenarios.len() + 1;
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(out.as_bytes());
-        let _ = err.flush();
+        volley_engine::log::draw_live(&out);
     }
 
     /// Remove the live lines (the final ones are printed by [`finished`]).
     pub fn clear(&mut self) {
-        if self.on && self.drawn > 0 {
-            eprint!("\x1b[{}A\x1b[J", self.drawn);
-            self.drawn = 0;
+        if self.on {
+            volley_engine::log::clear_live();
         }
     }
 }

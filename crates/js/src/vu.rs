@@ -53,7 +53,6 @@ pub struct ScriptShared {
     /// Custom metric names and kinds, so every VU agrees.
     pub(crate) metrics: Mutex<HashMap<String, (MetricKind, Unit)>>,
     pub(crate) http: crate::http::HttpConfig,
-    pub(crate) started: Instant,
     pub(crate) errors_logged: AtomicU64,
     /// Settings from options (tags, HTTP options, timeouts, `--out json`), set before VUs start.
     pub(crate) settings: OnceLock<crate::options::RunSettings>,
@@ -71,7 +70,6 @@ impl ScriptShared {
             setup_data: Mutex::new(None),
             metrics: Mutex::new(HashMap::new()),
             http: crate::http::HttpConfig::default(),
-            started: Instant::now(),
             errors_logged: AtomicU64::new(0),
             settings: OnceLock::new(),
             ext: Default::default(),
@@ -86,15 +84,16 @@ impl ScriptShared {
             .unwrap_or_else(|| DEFAULT.get_or_init(Default::default))
     }
 
+    /// A console.* call (`crate::shims` console.js): through the run's logger, as k6.
     pub(crate) fn log(&self, level: &str, msg: &str) {
-        let secs = self.started.elapsed().as_secs();
-        let tag = match level {
-            "warn" => "WARN",
-            "error" => "ERRO",
-            "debug" => "DEBU",
-            _ => "INFO",
+        use volley_engine::log::{console, Level};
+        let level = match level {
+            "warn" => Level::Warn,
+            "error" => Level::Error,
+            "debug" => Level::Debug,
+            _ => Level::Info,
         };
-        eprintln!("{tag}[{secs:04}] {msg} source=console");
+        console(level, msg);
     }
 }
 
@@ -770,17 +769,34 @@ fn setup_data<'js>(ctx: &Ctx<'js>, st: &VuState, cache: &mut Option<Value<'js>>)
     v
 }
 
-/// Log an iteration's exception as k6 does (rate-limited so a broken script cannot flood).
+/// Log an iteration's exception as k6 does (rate-limited so a broken script cannot flood):
+/// with its executor and scenario, and `source=stacktrace` unless it is a rejected promise.
 fn log_exception(st: &VuState, msg: &str) {
     let n = st.shared.errors_logged.fetch_add(1, Ordering::Relaxed);
     if n < 20 || n.is_power_of_two() {
-        let secs = st.shared.started.elapsed().as_secs();
         let more = if n == 19 {
             " (further errors are logged sparsely)"
         } else {
             ""
         };
-        eprintln!("ERRO[{secs:04}] {msg} source=stacktrace{more}");
+        let sc = st
+            .env
+            .as_ref()
+            .zip(st.scenario)
+            .and_then(|(e, i)| e.scenarios.get(i));
+        let mut fields = Vec::with_capacity(3);
+        if let Some(sc) = sc {
+            fields.push(("executor", sc.spec.executor.name()));
+            fields.push(("scenario", sc.spec.name.as_str()));
+        }
+        if !msg.contains("Uncaught (in promise)") {
+            fields.push(("source", "stacktrace"));
+        }
+        volley_engine::log::log(
+            volley_engine::log::Level::Error,
+            &format!("{msg}{more}"),
+            &fields,
+        );
     }
 }
 
