@@ -252,8 +252,13 @@ fn recorder(life: Duration) -> (u16, Arc<Mutex<Vec<Request>>>) {
             match l.accept() {
                 Ok((s, _)) => {
                     s.set_nonblocking(false).unwrap();
-                    if let Some(req) = read_request(s) {
+                    let mut s = s;
+                    if let Some(req) = read_request(&mut s) {
+                        // Stored before the answer: once the sender has its answer (and the
+                        // run has exited), the test sees every request.
                         g.lock().unwrap().push(req);
+                        let _ =
+                            s.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
                     }
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(5)),
@@ -263,7 +268,7 @@ fn recorder(life: Duration) -> (u16, Arc<Mutex<Vec<Request>>>) {
     (port, got)
 }
 
-fn read_request(mut s: TcpStream) -> Option<Request> {
+fn read_request(s: &mut TcpStream) -> Option<Request> {
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     let mut buf = Vec::new();
     let mut b = [0u8; 8192];
@@ -294,7 +299,6 @@ fn read_request(mut s: TcpStream) -> Option<Request> {
         }
         body.extend_from_slice(&b[..n]);
     }
-    let _ = s.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
     let (line, headers) = head.split_once("\r\n").unwrap_or((&head, ""));
     Some((line.to_string(), headers.to_lowercase(), body))
 }
