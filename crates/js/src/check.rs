@@ -133,6 +133,9 @@ fn record<'js>(
         return Err(rquickjs::Error::Exception);
     }
     let name: String = name_js.get::<rquickjs::Coerced<String>>()?.0;
+    if let Ok(mut o) = st.shared.check_order.lock() {
+        o.note(&st.group.borrow(), &name);
+    }
     let mut t = st.base_tags();
     t.insert("check".into(), name);
     crate::vu::add_tags(&mut t, tags.cloned())?;
