@@ -216,3 +216,47 @@ fn summary_matches_k6_live() {
         assert_same_shape(&v, &stdout(&o), &format!("live {mode}"));
     }
 }
+
+/// Every key path of a JSON value (array items as `[]`), the VU gauges left out (see `shape`).
+fn key_paths(v: &serde_json::Value, at: &str, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        serde_json::Value::Object(o) => {
+            for (k, x) in o {
+                let p = format!("{at}.{k}");
+                if p == ".metrics.vus" || p == ".metrics.vus_max" {
+                    continue;
+                }
+                out.insert(p.clone());
+                key_paths(x, &p, out);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|x| key_paths(x, &format!("{at}[]"), out)),
+        _ => {}
+    }
+}
+
+/// root_group as a list of paths, in the order k6 gives them.
+fn tree_order(g: &serde_json::Value, out: &mut Vec<String>) {
+    for c in g["checks"].as_array().expect("checks array") {
+        out.push(c["path"].as_str().unwrap_or_default().to_string());
+    }
+    for s in g["groups"].as_array().expect("groups array") {
+        out.push(s["path"].as_str().unwrap_or_default().to_string());
+        tree_order(s, out);
+    }
+}
+
+#[test]
+fn handle_summary_data_has_k6_v1_shape_and_first_seen_order() {
+    let k6: serde_json::Value = serde_json::from_str(&recorded("data.k6.json")).unwrap();
+    let text = volley_run("summary_v1_data.js", &[]);
+    let v: serde_json::Value = serde_json::from_str(&text).expect("handleSummary's JSON");
+    let (mut kk, mut vk) = Default::default();
+    key_paths(&k6, "", &mut kk);
+    key_paths(&v, "", &mut vk);
+    assert_eq!(vk, kk, "key paths differ");
+    let (mut ko, mut vo) = (Vec::new(), Vec::new());
+    tree_order(&k6["root_group"], &mut ko);
+    tree_order(&v["root_group"], &mut vo);
+    assert_eq!(vo, ko, "root_group order");
+}

@@ -565,6 +565,15 @@ impl Summary {
         }
     }
 
+    /// Where group `path` (or one below it) first recorded a check; `usize::MAX` if never.
+    pub(crate) fn first_seen_group(&self, path: &str) -> usize {
+        let below = format!("{path}::");
+        self.check_order
+            .iter()
+            .position(|(g, _)| g == path || g.starts_with(&below))
+            .unwrap_or(usize::MAX)
+    }
+
     /// `root_group` as in k6: `groups` and `checks` as arrays (`legacy`: objects keyed by
     /// name, the `--summary-export` shape).
     fn group_json(&self, path: &str, name: &str, legacy: bool) -> serde_json::Value {
@@ -579,14 +588,26 @@ impl Summary {
                 ));
             }
         }
+        // k6 lists them in first-seen order (then by name, for files without the order).
+        checks.sort_by_key(|(n, _)| {
+            self.check_order
+                .iter()
+                .position(|(g, c)| g == path && c == n)
+                .unwrap_or(usize::MAX)
+        });
         let mut groups = Vec::new();
         for g in &self.groups {
             if let Some(rest) = g.strip_prefix(path).and_then(|r| r.strip_prefix("::")) {
                 if !rest.contains("::") && !g.is_empty() {
-                    groups.push((rest.to_string(), self.group_json(g, rest, legacy)));
+                    groups.push((self.first_seen_group(g), rest.to_string(), g));
                 }
             }
         }
+        groups.sort();
+        let groups: Vec<(String, serde_json::Value)> = groups
+            .into_iter()
+            .map(|(_, rest, g)| (rest.clone(), self.group_json(g, &rest, legacy)))
+            .collect();
         let (groups, checks) = if legacy {
             (
                 Value::Object(groups.into_iter().collect::<Map<_, _>>()),

@@ -310,13 +310,7 @@ impl Summary {
             })
             .collect();
         // First-seen order (by their first check), then by name.
-        let first = |p: &str| {
-            self.check_order
-                .iter()
-                .position(|(g, _)| g == p || g.starts_with(&format!("{p}::")))
-                .unwrap_or(usize::MAX)
-        };
-        kids.sort_by_key(|p| (first(p), (*p).clone()));
+        kids.sort_by_key(|p| (self.first_seen_group(p), (*p).clone()));
         for k in kids {
             let name = k[path.len() + 2..].to_string();
             node.children.push((name, self.build_tree(k, paths, keep)));
