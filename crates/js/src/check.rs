@@ -161,6 +161,33 @@ fn record<'js>(
     Ok(())
 }
 
+/// Distinct checks kept in first-seen order; later ones are listed by name.
+pub(crate) const CHECK_ORDER_MAX: usize = 10_000;
+
+/// First-seen order of (group path, check name).
+#[derive(Default)]
+pub(crate) struct CheckOrder {
+    /// group → check names seen: looked up by `&str`, no allocation once a check is known
+    /// (checks with tags come here on every call).
+    seen: std::collections::HashMap<String, std::collections::HashSet<String>>,
+    pub(crate) order: Vec<(String, String)>,
+}
+
+impl CheckOrder {
+    pub(crate) fn note(&mut self, group: &str, name: &str) {
+        if self.order.len() >= CHECK_ORDER_MAX
+            || self.seen.get(group).is_some_and(|s| s.contains(name))
+        {
+            return;
+        }
+        self.seen
+            .entry(group.to_string())
+            .or_default()
+            .insert(name.to_string());
+        self.order.push((group.to_string(), name.to_string()));
+    }
+}
+
 /// `check(val, sets, tags)`: each of `sets`' conditions (a function is called with `val`),
 /// recorded in `checks`; true when all passed. An exception in a condition propagates.
 fn check<'js>(
@@ -219,4 +246,27 @@ pub(crate) fn install<'js>(
     )?
     .with_name("check")?;
     v.set("check", f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_order_keeps_first_seen_and_is_bounded() {
+        let mut o = CheckOrder::default();
+        for (g, n) in [("", "z"), ("::g", "a"), ("", "z"), ("", "a")] {
+            o.note(g, n);
+        }
+        let got: Vec<(&str, &str)> = o
+            .order
+            .iter()
+            .map(|(g, n)| (g.as_str(), n.as_str()))
+            .collect();
+        assert_eq!(got, [("", "z"), ("::g", "a"), ("", "a")]);
+        for i in 0..CHECK_ORDER_MAX + 10 {
+            o.note("", &i.to_string());
+        }
+        assert_eq!(o.order.len(), CHECK_ORDER_MAX);
+    }
 }

@@ -60,30 +60,8 @@ pub struct ScriptShared {
     /// State of k6/execution, k6/data, CommonJS (`crate::modules`).
     pub(crate) ext: crate::modules::SharedExt,
     /// (group path, check name) in the order checks were first recorded: k6 v1's summary
-    /// lists checks that way. Bounded by [`CHECK_ORDER_MAX`].
-    pub(crate) check_order: Mutex<CheckOrder>,
-}
-
-/// Distinct checks kept in first-seen order; later ones are listed by name.
-pub(crate) const CHECK_ORDER_MAX: usize = 10_000;
-
-/// First-seen order of (group path, check name).
-#[derive(Default)]
-pub(crate) struct CheckOrder {
-    seen: std::collections::HashSet<(String, String)>,
-    pub(crate) order: Vec<(String, String)>,
-}
-
-impl CheckOrder {
-    pub(crate) fn note(&mut self, group: &str, name: &str) {
-        if self.order.len() >= CHECK_ORDER_MAX {
-            return;
-        }
-        let key = (group.to_string(), name.to_string());
-        if self.seen.insert(key.clone()) {
-            self.order.push(key);
-        }
-    }
+    /// lists checks that way. Bounded by [`crate::check::CHECK_ORDER_MAX`].
+    pub(crate) check_order: Mutex<crate::check::CheckOrder>,
 }
 
 impl ScriptShared {
@@ -100,7 +78,7 @@ impl ScriptShared {
             errors_logged: AtomicU64::new(0),
             settings: OnceLock::new(),
             ext: Default::default(),
-            check_order: Mutex::new(CheckOrder::default()),
+            check_order: Mutex::new(Default::default()),
         }
     }
 
