@@ -260,3 +260,28 @@ fn handle_summary_data_has_k6_v1_shape_and_first_seen_order() {
     tree_order(&v["root_group"], &mut vo);
     assert_eq!(vo, ko, "root_group order");
 }
+
+/// k6 lists groups in the order they were first entered, checks or not.
+#[test]
+fn groups_are_listed_in_first_entered_order() {
+    let dir = common::scratch("summary-v1-group-order");
+    let path = dir.join("gorder.js");
+    std::fs::write(
+        &path,
+        "import { check, group } from 'k6';\n\
+         export const options = { iterations: 1 };\n\
+         export default function () {\n\
+           group('zz', () => {});\n\
+           group('aa', () => { check(1, { one: (v) => v === 1 }); });\n\
+         }\n\
+         export function handleSummary(data) {\n\
+           return { stdout: JSON.stringify(data.root_group.groups.map((g) => g.name)) };\n\
+         }\n",
+    )
+    .unwrap();
+    let o = run(&["run", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // k6 v1.8.1 prints ["zz","aa"] for this script.
+    assert_eq!(stdout(&o).trim(), r#"["zz","aa"]"#);
+    let _ = std::fs::remove_dir_all(&dir);
+}

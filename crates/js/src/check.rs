@@ -171,9 +171,18 @@ pub(crate) struct CheckOrder {
     /// (checks with tags come here on every call).
     seen: std::collections::HashMap<String, std::collections::HashSet<String>>,
     pub(crate) order: Vec<(String, String)>,
+    /// Group paths in the order they were first entered (k6 v1 lists groups that way).
+    pub(crate) groups: Vec<String>,
 }
 
 impl CheckOrder {
+    /// Called once per VU and group, when the VU first enters it.
+    pub(crate) fn note_group(&mut self, path: &str) {
+        if self.groups.len() < CHECK_ORDER_MAX && !self.groups.iter().any(|g| g == path) {
+            self.groups.push(path.to_string());
+        }
+    }
+
     pub(crate) fn note(&mut self, group: &str, name: &str) {
         if self.order.len() >= CHECK_ORDER_MAX
             || self.seen.get(group).is_some_and(|s| s.contains(name))

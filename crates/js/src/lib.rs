@@ -475,6 +475,10 @@ pub fn run(
         })
         .unwrap_or_default();
     opts.insert("check_order", serde_json::json!(order));
+    let groups = (script.shared.check_order.lock())
+        .map(|o| o.groups.clone())
+        .unwrap_or_default();
+    opts.insert("group_order", serde_json::json!(groups));
     let options = serde_json::to_value(opts).unwrap_or_default();
     let mut result = RunResult::new(meta, options, r.metrics, r.series);
     // The verdict, on the final totals (a metric without samples counts as zeros, as k6).

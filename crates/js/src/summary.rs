@@ -71,6 +71,8 @@ pub struct Summary {
     pub series: Vec<(String, TagSet, Unit, Agg)>,
     /// (group path, check name) in first-seen order, when the result file has it.
     pub check_order: Vec<(String, String)>,
+    /// Group paths in the order first entered, when the result file has it.
+    pub group_order: Vec<String>,
 }
 
 /// One scenario's figures for the summary's per-scenario block.
@@ -177,6 +179,14 @@ impl Summary {
             .iter()
             .map(|(m, a)| (m.name.clone(), m.tags.clone(), m.unit, a.clone()))
             .collect();
+        let group_order = r.options["group_order"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|g| Some(g.as_str()?.to_string()))
+                    .collect()
+            })
+            .unwrap_or_default();
         let check_order = r.options["check_order"]
             .as_array()
             .map(|a| {
@@ -287,6 +297,7 @@ impl Summary {
             scenarios,
             series,
             check_order,
+            group_order,
         })
     }
 
@@ -565,8 +576,12 @@ impl Summary {
         }
     }
 
-    /// Where group `path` (or one below it) first recorded a check; `usize::MAX` if never.
+    /// When group `path` was first entered (older files: where it, or one below it, first
+    /// recorded a check); `usize::MAX` if unknown.
     pub(crate) fn first_seen_group(&self, path: &str) -> usize {
+        if let Some(i) = self.group_order.iter().position(|g| g == path) {
+            return i;
+        }
         let below = format!("{path}::");
         self.check_order
             .iter()

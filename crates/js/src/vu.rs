@@ -261,6 +261,9 @@ impl VuState {
         let id = match groups.iter().position(|n| *n == *g) {
             Some(i) => i,
             None => {
+                if let Ok(mut o) = self.shared.check_order.lock() {
+                    o.note_group(&g);
+                }
                 groups.push(g.clone());
                 groups.len() - 1
             }
