@@ -194,6 +194,9 @@ pub struct SummaryArgs {
     /// Print the JSON summary instead of the text one
     #[arg(long)]
     pub json: bool,
+    /// Text layout: compact (default), full or legacy, as `volley run --summary-mode`
+    #[arg(long, value_name = "MODE", value_parser = ["compact", "full", "legacy"])]
+    pub summary_mode: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -351,6 +354,10 @@ pub struct RunArgs {
     /// Time unit of the summary's trend values: s, ms or us (overrides options.summaryTimeUnit)
     #[arg(long, value_name = "UNIT")]
     pub summary_time_unit: Option<String>,
+    /// End-of-test summary layout, as k6 v1: compact (default), full (adds HTTP timings and a
+    /// section per group and scenario) or legacy (k6 0.x's); K6_SUMMARY_MODE sets it too
+    #[arg(long, value_name = "MODE", value_parser = ["compact", "full", "legacy"])]
+    pub summary_mode: Option<String>,
     /// Largest response body a request keeps, e.g. 64MiB (the default), 200MB; past it the
     /// request fails with error_code 1790 (overrides options.maxResponseBodySize)
     #[arg(long, value_name = "SIZE", value_parser = volley_js::options::parse_size)]

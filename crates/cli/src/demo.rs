@@ -159,6 +159,7 @@ pub fn run(a: DemoArgs) -> i32 {
             thresholds: Vec::new(),
             summary_trend_stats: None,
             summary_time_unit: None,
+            summary_mode: None,
             max_response_body: None,
             max_series: None,
             history: None,

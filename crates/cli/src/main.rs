@@ -107,10 +107,13 @@ fn summary_cmd(a: args::SummaryArgs) -> i32 {
                 );
                 exit::OK
             }
-            Ok(s) => {
-                exit::print(&s.render_text());
-                exit::OK
-            }
+            Ok(s) => match crate::run_cmd::summary_mode(a.summary_mode.as_deref()) {
+                Ok(m) => {
+                    exit::print(&s.render(m));
+                    exit::OK
+                }
+                Err(e) => exit::usage(&e),
+            },
             Err(e) => exit::fail(&format!("{}: {e}", a.file.display())),
         };
     }

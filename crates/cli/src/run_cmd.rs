@@ -5,7 +5,7 @@ use crate::args::RunArgs;
 use crate::{exit, signals};
 use std::io::IsTerminal;
 use volley_engine::{log, RunControl};
-use volley_js::{CliOptions, RunError, Summary};
+use volley_js::{CliOptions, RunError, Summary, SummaryMode};
 
 /// k6: some thresholds failed.
 pub const THRESHOLDS_FAILED: i32 = 99;
@@ -80,6 +80,18 @@ fn log_config(a: &crate::args::LogArgs) -> Result<log::Config, String> {
     })
 }
 
+/// `--summary-mode`, else `K6_SUMMARY_MODE` (k6's precedence), else k6 v1's `compact`.
+pub(crate) fn summary_mode(flag: Option<&str>) -> Result<SummaryMode, String> {
+    let Some(v) = flag
+        .map(str::to_string)
+        .or_else(|| std::env::var("K6_SUMMARY_MODE").ok())
+    else {
+        return Ok(SummaryMode::default());
+    };
+    SummaryMode::parse(v.trim())
+        .ok_or_else(|| format!("K6_SUMMARY_MODE='{v}': expected compact, full or legacy"))
+}
+
 pub fn run(a: RunArgs) -> i32 {
     match log_config(&a.log) {
         Err(e) => return exit::usage(&e),
@@ -92,6 +104,10 @@ pub fn run(a: RunArgs) -> i32 {
     if let Err(e) = crate::history_cmd::check_labels(&a.labels) {
         return exit::usage(&e);
     }
+    let summary_mode = match summary_mode(a.summary_mode.as_deref()) {
+        Ok(m) => m,
+        Err(e) => return exit::usage(&e),
+    };
     let mut pairs = Vec::new();
     for kv in &a.env {
         match kv.split_once('=') {
@@ -215,7 +231,7 @@ pub fn run(a: RunArgs) -> i32 {
         }
     };
     if !a.quiet && !handled {
-        exit::print(&summary.render_text());
+        exit::print(&summary.render(summary_mode));
     }
     if let Some(path) = &a.summary_export {
         let text = serde_json::to_string_pretty(&summary.export()).unwrap_or_default();

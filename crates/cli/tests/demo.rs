@@ -77,7 +77,7 @@ fn demo_tours_the_built_in_target_and_every_example() {
         "the k6 step ran its checks:\n{why}"
     );
     assert!(
-        out.contains("✓ http_req_duration"),
+        out.contains("    http_req_duration\n    ✓ '"),
         "thresholds shown as passed:\n{why}"
     );
     for f in [

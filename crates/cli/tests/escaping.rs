@@ -68,12 +68,15 @@ fn control_characters_in_names_are_escaped_in_terminal_output() {
         "the file keeps the names as they are"
     );
 
-    let o = run(&["summary", save.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert_no_raw_control("summary (script mode)", &o.stdout);
-    for c in [format!("c{HOSTILE}"), format!("g{HOSTILE}")] {
-        let esc = c.replace('\u{1b}', "\\x1b").replace('\u{7}', "\\x07");
-        assert!(stdout(&o).contains(&esc), "{esc} in {}", stdout(&o));
+    // `full` and `legacy`: the layouts that name groups too.
+    for mode in ["full", "legacy"] {
+        let o = run(&["summary", save.to_str().unwrap(), "--summary-mode", mode]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert_no_raw_control("summary (script mode)", &o.stdout);
+        for c in [format!("c{HOSTILE}"), format!("g{HOSTILE}")] {
+            let esc = c.replace('\u{1b}', "\\x1b").replace('\u{7}', "\\x07");
+            assert!(stdout(&o).contains(&esc), "{esc} in {}", stdout(&o));
+        }
     }
 
     // Quick mode: the URL, a status code and an error class from a crafted file.

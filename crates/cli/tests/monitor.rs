@@ -423,6 +423,8 @@ fn script_slope_threshold_fails_on_a_leaking_target_with_99() {
         &format!("app=pid:{}", h.pid()),
         "--save",
         save.to_str().unwrap(),
+        "--summary-mode",
+        "legacy",
     ]);
     assert_eq!(o.status.code(), Some(99), "stderr:\n{}", stderr(&o));
     assert!(
@@ -477,6 +479,8 @@ fn script_drift_thresholds_pass_on_a_steady_target_and_series_are_saved() {
         save.to_str().unwrap(),
         "--summary-export",
         export.to_str().unwrap(),
+        "--summary-mode",
+        "legacy",
     ]);
     assert_eq!(o.status.code(), Some(0), "stderr:\n{}", stderr(&o));
     let text = stdout(&o);

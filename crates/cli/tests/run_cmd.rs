@@ -113,10 +113,13 @@ fn thresholds_pass_exit_0_and_fail_exit_99() {
     let o = run(&["run", &script("thresholds.js"), "-e", &b]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(text.contains("✓ http_reqs"), "{text}");
+    // k6 v1's THRESHOLDS section: the metric, then one line per expression.
     assert!(
-        text.contains("✓ { group:::login, method:GET }")
-            || text.contains("✓ { group:::login,method:GET }"),
+        text.contains("    http_reqs\n    ✓ 'count==8' count=8\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("      {group:::login,method:GET}\n      ✓ 'count==4' count=4\n"),
         "{text}"
     );
     let o = run(&["run", &script("thresholds.js"), "-e", &b, "-e", "FAIL=1"]);
@@ -126,7 +129,11 @@ fn thresholds_pass_exit_0_and_fail_exit_99() {
         err.contains("thresholds on metrics 'checks, http_reqs{name:verify}' have been crossed"),
         "{err}"
     );
-    assert!(stdout(&o).contains("✗ checks"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("    checks\n    ✗ 'rate>0.9' rate="),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
@@ -161,7 +168,12 @@ fn abort_on_fail_stops_the_test_early_with_99() {
         .iter()
         .any(|t| t.metric == "iterations" && t.ok));
     // `volley summary` renders the run file with the threshold marks.
-    let s = run(&["summary", save.to_str().unwrap()]);
+    let s = run(&[
+        "summary",
+        save.to_str().unwrap(),
+        "--summary-mode",
+        "legacy",
+    ]);
     assert_eq!(s.status.code(), Some(0), "{}", stderr(&s));
     assert!(stdout(&s).contains("✗ http_reqs"), "{}", stdout(&s));
     assert!(stdout(&s).contains("✓ iterations"), "{}", stdout(&s));
@@ -412,8 +424,10 @@ fn interrupt_run(
     for e in env {
         args.extend(["-e", e]);
     }
+    // `full`: the summary has a section per scenario.
     let child = common::volley()
         .args(&args)
+        .env("K6_SUMMARY_MODE", "full")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -562,7 +576,7 @@ fn ctrl_c_ends_arrival_rate_and_looping_scenarios_at_once() {
     let at = Duration::from_millis(1500);
     let (o, saved, took) = interrupt_run("scenarios_sigint.js", "INT", at, 1, &[]);
     assert_eq!(o.status.code(), Some(105), "{}", stderr(&o));
-    assert!(stdout(&o).contains("█ SCENARIOS"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("█ SCENARIO: "), "{}", stdout(&o));
     let saved = saved.expect("result file written");
     assert!(counts(&saved, "stuck").1 >= 1, "{}", saved["options"]);
     assert_eq!(counts(&saved, "stuck").0, 0, "{}", saved["options"]);

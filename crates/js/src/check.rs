@@ -133,6 +133,9 @@ fn record<'js>(
         return Err(rquickjs::Error::Exception);
     }
     let name: String = name_js.get::<rquickjs::Coerced<String>>()?.0;
+    if let Ok(mut o) = st.shared.check_order.lock() {
+        o.note(&st.group.borrow(), &name);
+    }
     let mut t = st.base_tags();
     t.insert("check".into(), name);
     crate::vu::add_tags(&mut t, tags.cloned())?;
@@ -153,6 +156,42 @@ fn record<'js>(
         }
     }
     Ok(())
+}
+
+/// Distinct checks kept in first-seen order; later ones are listed by name.
+pub(crate) const CHECK_ORDER_MAX: usize = 10_000;
+
+/// First-seen order of (group path, check name).
+#[derive(Default)]
+pub(crate) struct CheckOrder {
+    /// group → check names seen: looked up by `&str`, no allocation once a check is known
+    /// (checks with tags come here on every call).
+    seen: std::collections::HashMap<String, std::collections::HashSet<String>>,
+    pub(crate) order: Vec<(String, String)>,
+    /// Group paths in the order they were first entered (k6 v1 lists groups that way).
+    pub(crate) groups: Vec<String>,
+}
+
+impl CheckOrder {
+    /// Called once per VU and group, when the VU first enters it.
+    pub(crate) fn note_group(&mut self, path: &str) {
+        if self.groups.len() < CHECK_ORDER_MAX && !self.groups.iter().any(|g| g == path) {
+            self.groups.push(path.to_string());
+        }
+    }
+
+    pub(crate) fn note(&mut self, group: &str, name: &str) {
+        if self.order.len() >= CHECK_ORDER_MAX
+            || self.seen.get(group).is_some_and(|s| s.contains(name))
+        {
+            return;
+        }
+        self.seen
+            .entry(group.to_string())
+            .or_default()
+            .insert(name.to_string());
+        self.order.push((group.to_string(), name.to_string()));
+    }
 }
 
 /// `check(val, sets, tags)`: each of `sets`' conditions (a function is called with `val`),
@@ -213,4 +252,27 @@ pub(crate) fn install<'js>(
     )?
     .with_name("check")?;
     v.set("check", f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_order_keeps_first_seen_and_is_bounded() {
+        let mut o = CheckOrder::default();
+        for (g, n) in [("", "z"), ("::g", "a"), ("", "z"), ("", "a")] {
+            o.note(g, n);
+        }
+        let got: Vec<(&str, &str)> = o
+            .order
+            .iter()
+            .map(|(g, n)| (g.as_str(), n.as_str()))
+            .collect();
+        assert_eq!(got, [("", "z"), ("::g", "a"), ("", "a")]);
+        for i in 0..CHECK_ORDER_MAX + 10 {
+            o.note("", &i.to_string());
+        }
+        assert_eq!(o.order.len(), CHECK_ORDER_MAX);
+    }
 }

@@ -48,12 +48,15 @@ pub mod progress;
 mod rt;
 pub mod script;
 pub mod summary;
+mod summary_fmt;
+mod summary_v1;
 pub mod thresholds;
 pub mod vu;
 
 pub use options::CliOptions;
 pub use script::{Script, ScriptError};
 pub use summary::Summary;
+pub use summary_v1::SummaryMode;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -469,6 +472,23 @@ pub fn run(
             .collect::<Vec<_>>()
             .into(),
     );
+    // First-seen order of checks, for k6 v1's summary (the totals are sorted by key).
+    let order: Vec<[String; 2]> = script
+        .shared
+        .check_order
+        .lock()
+        .map(|o| {
+            o.order
+                .iter()
+                .map(|(g, n)| [g.clone(), n.clone()])
+                .collect()
+        })
+        .unwrap_or_default();
+    opts.insert("check_order", serde_json::json!(order));
+    let groups = (script.shared.check_order.lock())
+        .map(|o| o.groups.clone())
+        .unwrap_or_default();
+    opts.insert("group_order", serde_json::json!(groups));
     let options = serde_json::to_value(opts).unwrap_or_default();
     let mut result = RunResult::new(meta, options, r.metrics, r.series);
     // The verdict, on the final totals (a metric without samples counts as zeros, as k6).

@@ -6,13 +6,15 @@
 //! sub-metrics (`http_req_duration{name:a}`) are the merge of the series whose tags include
 //! the pairs, listed under their parent: the ones thresholds name, plus
 //! `{ expected_response:true }` under `http_req_duration`, as k6 does. A metric with
-//! thresholds is marked ✓ (all passed) or ✗. Checks are listed per group; within a group
-//! they are sorted by name (the result file does not keep first-run order).
+//! thresholds is marked ✓ (all passed) or ✗. This file renders the pre-1.0 (`legacy`) text:
+//! checks per group, sorted by name; k6 v1's `compact`/`full` layouts are in
+//! [`crate::summary_v1`], which lists checks in first-seen order (`options.check_order`).
 
+use crate::summary_fmt::{humanize, num, pct};
 use std::collections::BTreeMap;
 use volley_metrics::agg::TrendAgg;
 use volley_metrics::text::escape_control as esc;
-use volley_metrics::{Agg, MetricKind, RunResult, Unit};
+use volley_metrics::{Agg, MetricKind, RunResult, TagSet, Unit};
 
 /// One metric (or sub-metric) merged over its tag sets.
 pub struct Merged {
@@ -64,6 +66,13 @@ pub struct Summary {
     pub targets: BTreeMap<String, volley_monitor::TargetSummary>,
     /// Per scenario (from the `scenario` tag), when the run had more than one.
     pub scenarios: Vec<ScenarioSummary>,
+    /// Every series (name, tags, unit, totals): k6 v1's `full` mode splits them per group
+    /// and scenario.
+    pub series: Vec<(String, TagSet, Unit, Agg)>,
+    /// (group path, check name) in first-seen order, when the result file has it.
+    pub check_order: Vec<(String, String)>,
+    /// Group paths in the order first entered, when the result file has it.
+    pub group_order: Vec<String>,
 }
 
 /// One scenario's figures for the summary's per-scenario block.
@@ -173,6 +182,26 @@ impl Summary {
             aggs.push((m, agg));
         }
         let scenarios = ScenarioSummary::collect(r, &aggs);
+        let series = aggs
+            .iter()
+            .map(|(m, a)| (m.name.clone(), m.tags.clone(), m.unit, a.clone()))
+            .collect();
+        let group_order = r.options["group_order"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|g| Some(g.as_str()?.to_string()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let check_order = r.options["check_order"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|p| Some((p[0].as_str()?.to_string(), p[1].as_str()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
         // Sub-metrics: those thresholds name, and k6's default one.
         let mut subs: Vec<String> = r
             .thresholds
@@ -273,6 +302,9 @@ impl Summary {
             options,
             targets: volley_monitor::summarize(r),
             scenarios,
+            series,
+            check_order,
+            group_order,
         })
     }
 
@@ -294,7 +326,7 @@ impl Summary {
         names
     }
 
-    fn rate_of(&self, v: f64) -> f64 {
+    pub(crate) fn rate_of(&self, v: f64) -> f64 {
         if self.duration_s > 0.0 {
             v / self.duration_s
         } else {
@@ -303,7 +335,7 @@ impl Summary {
     }
 
     /// One trend statistic, in the metric's unit (ms for time trends).
-    fn trend_value(t: &TrendAgg, stat: &str) -> f64 {
+    pub(crate) fn trend_value(t: &TrendAgg, stat: &str) -> f64 {
         if t.count == 0 {
             return 0.0;
         }
@@ -551,6 +583,19 @@ impl Summary {
         }
     }
 
+    /// When group `path` was first entered (older files: where it, or one below it, first
+    /// recorded a check); `usize::MAX` if unknown.
+    pub(crate) fn first_seen_group(&self, path: &str) -> usize {
+        if let Some(i) = self.group_order.iter().position(|g| g == path) {
+            return i;
+        }
+        let below = format!("{path}::");
+        self.check_order
+            .iter()
+            .position(|(g, _)| g == path || g.starts_with(&below))
+            .unwrap_or(usize::MAX)
+    }
+
     /// `root_group` as in k6: `groups` and `checks` as arrays (`legacy`: objects keyed by
     /// name, the `--summary-export` shape).
     fn group_json(&self, path: &str, name: &str, legacy: bool) -> serde_json::Value {
@@ -565,14 +610,26 @@ impl Summary {
                 ));
             }
         }
+        // k6 lists them in first-seen order (then by name, for files without the order).
+        checks.sort_by_key(|(n, _)| {
+            self.check_order
+                .iter()
+                .position(|(g, c)| g == path && c == n)
+                .unwrap_or(usize::MAX)
+        });
         let mut groups = Vec::new();
         for g in &self.groups {
             if let Some(rest) = g.strip_prefix(path).and_then(|r| r.strip_prefix("::")) {
                 if !rest.contains("::") && !g.is_empty() {
-                    groups.push((rest.to_string(), self.group_json(g, rest, legacy)));
+                    groups.push((self.first_seen_group(g), rest.to_string(), g));
                 }
             }
         }
+        groups.sort();
+        let groups: Vec<(String, serde_json::Value)> = groups
+            .into_iter()
+            .map(|(_, rest, g)| (rest.clone(), self.group_json(g, &rest, legacy)))
+            .collect();
         let (groups, checks) = if legacy {
             (
                 Value::Object(groups.into_iter().collect::<Map<_, _>>()),
@@ -671,96 +728,6 @@ fn contains(u: Unit) -> &'static str {
     }
 }
 
-/// k6's percentage: truncated (not rounded) to two decimals.
-fn pct(p: u64, total: u64) -> String {
-    let r = if total == 0 {
-        0.0
-    } else {
-        p as f64 / total as f64
-    };
-    format!("{:.2}%", (r * 100.0 * 100.0).trunc() / 100.0)
-}
-
-fn humanize(v: f64, unit: Unit, time_unit: &str) -> String {
-    match unit {
-        Unit::Data => bytes(v),
-        Unit::Time => match time_unit {
-            "s" => format!("{:.2}s", v / 1000.0),
-            "ms" => format!("{v:.2}ms"),
-            "us" => format!("{:.2}µs", v * 1000.0),
-            _ => dur(v),
-        },
-        Unit::Default => num(v),
-    }
-}
-
-/// `val.toFixed(prec)` after truncating, without trailing zeros (k6's helper).
-fn trunc_fixed(v: f64, prec: i32) -> String {
-    let m = 10f64.powi(prec);
-    let t = (v * m + 1e-9 * v.signum()).trunc() / m;
-    let s = format!("{t:.*}", prec as usize);
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
-}
-
-/// Milliseconds as k6 shows durations: ns, µs, ms, s, then m/h.
-fn dur(ms: f64) -> String {
-    if ms <= 0.0 {
-        return "0s".into();
-    }
-    if ms < 0.001 {
-        return format!("{}ns", (ms * 1e6).trunc());
-    }
-    if ms < 1.0 {
-        return format!("{}µs", trunc_fixed(ms * 1000.0, 2));
-    }
-    if ms < 1000.0 {
-        return format!("{}ms", trunc_fixed(ms, 2));
-    }
-    let mut out = format!(
-        "{}s",
-        trunc_fixed((ms % 60_000.0) / 1000.0, if ms > 60_000.0 { 0 } else { 2 })
-    );
-    let mut rem = (ms / 60_000.0).trunc() as u64;
-    if rem < 1 {
-        return out;
-    }
-    out = format!("{}m{out}", rem % 60);
-    rem /= 60;
-    if rem < 1 {
-        return out;
-    }
-    format!("{rem}h{out}")
-}
-
-/// `toFixed(6)` without trailing zeros.
-fn num(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{}", v as i64)
-    } else {
-        let s = format!("{v:.6}");
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    }
-}
-
-/// Bytes in k6's SI units (`humanizeBytes`).
-fn bytes(v: f64) -> String {
-    let units = ["B", "kB", "MB", "GB", "TB", "PB"];
-    if v < 10.0 {
-        return format!("{} B", num(v));
-    }
-    let e = ((v.ln() / 1000f64.ln()).floor() as usize).min(units.len() - 1);
-    let val = ((v / 1000f64.powi(e as i32)) * 10.0 + 0.5).floor() / 10.0;
-    if val < 10.0 {
-        format!("{val:.1} {}", units[e])
-    } else {
-        format!("{val:.0} {}", units[e])
-    }
-}
-
 pub(crate) fn kind_name(k: MetricKind) -> &'static str {
     match k {
         MetricKind::Counter => "counter",
@@ -781,23 +748,6 @@ pub(crate) fn md5_hex(input: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn units_format_like_k6() {
-        assert_eq!(dur(0.5123), "512.3µs");
-        assert_eq!(dur(12.345), "12.34ms");
-        assert_eq!(dur(1500.0), "1.5s");
-        assert_eq!(dur(61_500.0), "1m1s");
-        assert_eq!(bytes(2300.0), "2.3 kB");
-        assert_eq!(bytes(23_000.0), "23 kB");
-        assert_eq!(bytes(230.0), "230 B");
-        assert_eq!(bytes(5.0), "5 B");
-        assert_eq!(num(3.0), "3");
-        assert_eq!(num(1.9926214), "1.992621");
-        assert_eq!(pct(2, 3), "66.66%");
-        assert_eq!(humanize(1.5, Unit::Time, "s"), "0.00s");
-        assert_eq!(humanize(1.5, Unit::Time, "us"), "1500.00µs");
-    }
 
     #[test]
     fn export_prints_whole_numbers_as_integers() {

@@ -58,6 +58,9 @@ pub struct ScriptShared {
     pub(crate) settings: OnceLock<crate::options::RunSettings>,
     /// State of k6/execution, k6/data, CommonJS (`crate::modules`).
     pub(crate) ext: crate::modules::SharedExt,
+    /// (group path, check name) in the order checks were first recorded: k6 v1's summary
+    /// lists checks that way. Bounded by [`crate::check::CHECK_ORDER_MAX`].
+    pub(crate) check_order: Mutex<crate::check::CheckOrder>,
 }
 
 impl ScriptShared {
@@ -73,6 +76,7 @@ impl ScriptShared {
             errors_logged: AtomicU64::new(0),
             settings: OnceLock::new(),
             ext: Default::default(),
+            check_order: Mutex::new(Default::default()),
         }
     }
 
@@ -256,6 +260,9 @@ impl VuState {
         let id = match groups.iter().position(|n| *n == *g) {
             Some(i) => i,
             None => {
+                if let Ok(mut o) = self.shared.check_order.lock() {
+                    o.note_group(&g);
+                }
                 groups.push(g.clone());
                 groups.len() - 1
             }

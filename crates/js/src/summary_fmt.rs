@@ -1,0 +1,116 @@
+//! Number formatting of k6's summaries (`humanizeValue`, `humanizeBytes`, durations), shared by
+//! the legacy and the v1 layouts.
+
+use volley_metrics::Unit;
+
+/// k6's percentage: truncated (not rounded) to two decimals.
+pub(crate) fn pct(p: u64, total: u64) -> String {
+    let r = if total == 0 {
+        0.0
+    } else {
+        p as f64 / total as f64
+    };
+    format!("{:.2}%", (r * 100.0 * 100.0).trunc() / 100.0)
+}
+
+pub(crate) fn humanize(v: f64, unit: Unit, time_unit: &str) -> String {
+    match unit {
+        Unit::Data => bytes(v),
+        Unit::Time => match time_unit {
+            "s" => format!("{:.2}s", v / 1000.0),
+            "ms" => format!("{v:.2}ms"),
+            "us" => format!("{:.2}µs", v * 1000.0),
+            _ => dur(v),
+        },
+        Unit::Default => num(v),
+    }
+}
+
+/// `val.toFixed(prec)` after truncating, without trailing zeros (k6's helper).
+pub(crate) fn trunc_fixed(v: f64, prec: i32) -> String {
+    let m = 10f64.powi(prec);
+    let t = (v * m + 1e-9 * v.signum()).trunc() / m;
+    let s = format!("{t:.*}", prec as usize);
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// Milliseconds as k6 shows durations: ns, µs, ms, s, then m/h.
+pub(crate) fn dur(ms: f64) -> String {
+    if ms <= 0.0 {
+        return "0s".into();
+    }
+    if ms < 0.001 {
+        return format!("{}ns", (ms * 1e6).trunc());
+    }
+    if ms < 1.0 {
+        return format!("{}µs", trunc_fixed(ms * 1000.0, 2));
+    }
+    if ms < 1000.0 {
+        return format!("{}ms", trunc_fixed(ms, 2));
+    }
+    let mut out = format!(
+        "{}s",
+        trunc_fixed((ms % 60_000.0) / 1000.0, if ms > 60_000.0 { 0 } else { 2 })
+    );
+    let mut rem = (ms / 60_000.0).trunc() as u64;
+    if rem < 1 {
+        return out;
+    }
+    out = format!("{}m{out}", rem % 60);
+    rem /= 60;
+    if rem < 1 {
+        return out;
+    }
+    format!("{rem}h{out}")
+}
+
+/// `toFixed(6)` without trailing zeros.
+pub(crate) fn num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        let s = format!("{v:.6}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// Bytes in k6's SI units (`humanizeBytes`).
+pub(crate) fn bytes(v: f64) -> String {
+    let units = ["B", "kB", "MB", "GB", "TB", "PB"];
+    if v < 10.0 {
+        return format!("{} B", num(v));
+    }
+    let e = ((v.ln() / 1000f64.ln()).floor() as usize).min(units.len() - 1);
+    let val = ((v / 1000f64.powi(e as i32)) * 10.0 + 0.5).floor() / 10.0;
+    if val < 10.0 {
+        format!("{val:.1} {}", units[e])
+    } else {
+        format!("{val:.0} {}", units[e])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_format_like_k6() {
+        assert_eq!(dur(0.5123), "512.3µs");
+        assert_eq!(dur(12.345), "12.34ms");
+        assert_eq!(dur(1500.0), "1.5s");
+        assert_eq!(dur(61_500.0), "1m1s");
+        assert_eq!(bytes(2300.0), "2.3 kB");
+        assert_eq!(bytes(23_000.0), "23 kB");
+        assert_eq!(bytes(230.0), "230 B");
+        assert_eq!(bytes(5.0), "5 B");
+        assert_eq!(num(3.0), "3");
+        assert_eq!(num(1.9926214), "1.992621");
+        assert_eq!(pct(2, 3), "66.66%");
+        assert_eq!(humanize(1.5, Unit::Time, "s"), "0.00s");
+        assert_eq!(humanize(1.5, Unit::Time, "us"), "1500.00µs");
+    }
+}
