@@ -365,6 +365,9 @@ pub struct RunArgs {
     /// No text summary (errors and console output still go to stderr)
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// k6's other `run` flags and their `K6_*` variables (docs/k6-cli.md)
+    #[command(flatten)]
+    pub k6: crate::k6_flags::K6Flags,
 }
 
 #[derive(Args, Debug)]

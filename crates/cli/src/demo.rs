@@ -163,6 +163,7 @@ pub fn run(a: DemoArgs) -> i32 {
             history: None,
             labels: Vec::new(),
             quiet: false,
+            k6: Default::default(),
         });
     }
     target.shutdown();

@@ -16,6 +16,8 @@ use volley_engine::executor::{
 };
 use volley_metrics::TagSet;
 
+pub mod env;
+
 /// Options given on the command line; they override the script's.
 #[derive(Clone, Debug, Default)]
 pub struct CliOptions {
@@ -41,6 +43,13 @@ pub struct CliOptions {
     pub live_progress: bool,
     /// `--max-response-body`: replaces `options.maxResponseBodySize`.
     pub max_response_body: Option<u64>,
+    /// k6's tiers around the script's `options` (see [`env::consolidate`]): the `--config`
+    /// file below it, the `K6_*` environment and the k6 flags (`-s`, `--tag`, ...) above it.
+    pub config_file: Option<serde_json::Map<String, serde_json::Value>>,
+    pub env_options: serde_json::Map<String, serde_json::Value>,
+    pub flag_options: serde_json::Map<String, serde_json::Value>,
+    /// `--no-thresholds` / `K6_NO_THRESHOLDS`: thresholds are neither evaluated nor shown.
+    pub no_thresholds: bool,
 }
 
 /// What the options resolve to.
