@@ -60,7 +60,7 @@ pub struct K6Flags {
     /// k6: read but do not keep response bodies (options.discardResponseBodies)
     #[arg(long)]
     pub discard_response_bodies: bool,
-    /// k6: log requests and responses (options.httpDebug; not printed yet, a note says so)
+    /// k6: log each request and response head on stderr, bodies too with =full (options.httpDebug)
     #[arg(long, value_name = "full", num_args = 0..=1, default_missing_value = "headers", require_equals = true)]
     pub http_debug: Option<String>,
     /// k6: throw on failed requests (options.throw; not yet, a note says so)

@@ -222,7 +222,6 @@ fn k6_flags_volley_cannot_honour_exit_0_with_a_note() {
             "--rps",
             "10",
             "--throw",
-            "--http-debug=full",
             "--local-ips",
             "127.0.0.1",
             "--dns",
@@ -265,7 +264,6 @@ fn k6_flags_volley_cannot_honour_exit_0_with_a_note() {
     for opt in [
         "rps",
         "throw",
-        "httpDebug",
         "localIPs",
         "dns",
         "blacklistIPs",
@@ -292,6 +290,39 @@ fn bad_config_file_and_bad_k6_env_exit_104_saying_where() {
     assert!(
         stderr(&o).contains("K6_VUS='lots': expected a whole number"),
         "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn http_debug_logs_each_request_and_response_head_and_full_adds_bodies() {
+    let t = target();
+    let o = run_k6(
+        &t,
+        &["-i", "1", "--max-redirects", "0", "--http-debug"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(
+        err.matches("] Request:\nGET /headers HTTP/1.1\n").count(),
+        1,
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("] Request:\nGET /redirect/3 HTTP/1.1\n")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("] Response:\nHTTP/1.1 302 Found\n"), "{err}");
+    assert!(err.contains("location: /redirect/2\n"), "{err}");
+    assert_eq!(err.matches("source=http-debug vu=1").count(), 4, "{err}");
+    assert!(!err.contains("\"headers\""), "a body without full:\n{err}");
+    let o = run_k6(&t, &["-i", "1"], &[("K6_HTTP_DEBUG", "full")]);
+    assert!(
+        stderr(&o).contains("\"headers\""),
+        "no body with full:\n{}",
         stderr(&o)
     );
 }

@@ -5,6 +5,8 @@
 //! at a time, as in k6). Name lookups are cached per worker thread.
 
 mod async_request;
+mod debug;
+pub(crate) use debug::mode as debug_mode;
 
 use crate::vu::VuState;
 use rquickjs::function::Opt;
@@ -861,6 +863,9 @@ fn start_hop<'js>(
                 r
             }
         };
+        if let Some(full) = settings.http_debug {
+            debug::request(st, &req, body.as_deref(), full);
+        }
         let origin = p.origin.clone();
         let conn = http.take_idle(&origin);
         (target, req, origin, conn)
@@ -928,6 +933,9 @@ fn finish_hop<'js>(
     }
     if let Ok(r) = &ex.result {
         spec.extras.store(&target, &r.headers);
+        if let Some(full) = settings.http_debug {
+            debug::response(st, r, full);
+        }
     }
     let (status, err) = match &ex.result {
         Ok(r) => (r.status, None),

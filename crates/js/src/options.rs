@@ -78,6 +78,8 @@ pub struct RunSettings {
     pub hosts: HashMap<String, String>,
     pub max_redirects: Option<u32>,
     pub discard_response_bodies: bool,
+    /// `httpDebug`: log requests and responses (Some(true): with bodies).
+    pub http_debug: Option<bool>,
     /// `maxResponseBodySize` (Volley's): largest response body a request keeps.
     pub max_response_body: u64,
     pub no_connection_reuse: bool,
@@ -102,6 +104,7 @@ impl Default for RunSettings {
             hosts: HashMap::new(),
             max_redirects: None,
             discard_response_bodies: false,
+            http_debug: None,
             max_response_body: DEFAULT_MAX_RESPONSE_BODY,
             no_connection_reuse: false,
             no_vu_connection_reuse: false,
@@ -241,6 +244,15 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
                 serde_json::Value::String(s) => settings.user_agent = Some(s.clone()),
                 serde_json::Value::Null => {}
                 _ => return Err(format!("options.userAgent: expected a string, got {v}")),
+            },
+            "httpDebug" => match v {
+                serde_json::Value::String(s) => settings.http_debug = crate::http::debug_mode(s),
+                serde_json::Value::Null => {}
+                _ => {
+                    return Err(format!(
+                        "options.httpDebug: expected \"full\" or \"headers\", got {v}"
+                    ))
+                }
             },
             "noConnectionReuse" => settings.no_connection_reuse = boolean(v, k)?,
             "noVUConnectionReuse" => settings.no_vu_connection_reuse = boolean(v, k)?,
