@@ -17,6 +17,7 @@ function ua(res) {
 export default function () {
   const h = http.get(`${__ENV.BASE}/headers`, { responseType: "text" });
   const r = http.get(`${__ENV.BASE}/redirect/3`);
+  if (__ENV.CLOSED) http.get(__ENV.CLOSED); // a refused request: throws with --throw
   const o = exec.test.options;
   console.log(
     "K6CLI " +

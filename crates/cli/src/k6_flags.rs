@@ -63,7 +63,7 @@ pub struct K6Flags {
     /// k6: log each request and response head on stderr, bodies too with =full (options.httpDebug)
     #[arg(long, value_name = "full", num_args = 0..=1, default_missing_value = "headers", require_equals = true)]
     pub http_debug: Option<String>,
-    /// k6: throw on failed requests (options.throw; not yet, a note says so)
+    /// k6: a request that gets no response throws its error (options.throw)
     #[arg(short = 'w', long)]
     pub throw: bool,
     /// k6: minimum iteration duration (options.minIterationDuration; not yet, a note says so)

@@ -221,7 +221,6 @@ fn k6_flags_volley_cannot_honour_exit_0_with_a_note() {
             "0:1",
             "--rps",
             "10",
-            "--throw",
             "--local-ips",
             "127.0.0.1",
             "--dns",
@@ -261,14 +260,7 @@ fn k6_flags_volley_cannot_honour_exit_0_with_a_note() {
             "no note for {flag}:\n{err}"
         );
     }
-    for opt in [
-        "rps",
-        "throw",
-        "localIPs",
-        "dns",
-        "blacklistIPs",
-        "blockHostnames",
-    ] {
+    for opt in ["rps", "localIPs", "dns", "blacklistIPs", "blockHostnames"] {
         assert!(
             err.contains(&format!("option '{opt}' is not supported by volley yet")),
             "no note for {opt}:\n{err}"
@@ -325,4 +317,31 @@ fn http_debug_logs_each_request_and_response_head_and_full_adds_bodies() {
         "no body with full:\n{}",
         stderr(&o)
     );
+}
+
+#[test]
+fn throw_flag_makes_a_failed_request_throw() {
+    let t = target();
+    let closed = format!("CLOSED=http://127.0.0.1:{}/", common::closed_port());
+    let o = run_k6(&t, &["-i", "1", "-e", &closed], &[]);
+    assert_eq!(
+        reports(&o).len(),
+        1,
+        "without --throw the iteration goes on:\n{}",
+        stderr(&o)
+    );
+    for (args, envs) in [
+        (&["--throw"][..], &[][..]),
+        (&["-w"], &[]),
+        (&[], &[("K6_THROW", "true")]),
+    ] {
+        let o = run_k6(&t, &[&["-i", "1", "-e", &closed], args].concat(), envs);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(
+            reports(&o).is_empty(),
+            "the request did not throw:\n{}",
+            stderr(&o)
+        );
+        assert!(stderr(&o).contains("refused"), "{}", stderr(&o));
+    }
 }

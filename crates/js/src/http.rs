@@ -1258,17 +1258,25 @@ fn request<'js>(
         return Err(rquickjs::Exception::throw_internal(ctx, "no Response keys"));
     };
     let mut spec = parse_spec(ctx, st, &k, method, url, body, headers, params)?;
-    loop {
+    let out = loop {
         match start_hop(ctx, st, &k, &spec, proto)? {
-            Started::Done(out) => return Ok(out),
+            Started::Done(out) => break out,
             Started::Go(hop, fut) => {
                 let ex = st.wait(fut).ok_or_else(|| interrupted(ctx))?;
                 if let Some(out) = finish_hop(ctx, st, &mut spec, hop, ex, proto)? {
-                    return Ok(out);
+                    break out;
                 }
             }
         }
+    };
+    // k6's `throw` option: a request that got no response throws its error.
+    if st.shared.settings().throw {
+        let err: Option<String> = out.get(k.error.clone()).ok().flatten();
+        if let Some(e) = err.filter(|e| !e.is_empty()) {
+            return Err(rquickjs::Exception::throw_message(ctx, &e));
+        }
     }
+    Ok(out)
 }
 
 /// Define `__volley.request(method, url, body, headers[], params, proto)` and

@@ -80,6 +80,8 @@ pub struct RunSettings {
     pub discard_response_bodies: bool,
     /// `httpDebug`: log requests and responses (Some(true): with bodies).
     pub http_debug: Option<bool>,
+    /// `throw`: a request that fails without a response throws instead of returning it.
+    pub throw: bool,
     /// `maxResponseBodySize` (Volley's): largest response body a request keeps.
     pub max_response_body: u64,
     pub no_connection_reuse: bool,
@@ -105,6 +107,7 @@ impl Default for RunSettings {
             max_redirects: None,
             discard_response_bodies: false,
             http_debug: None,
+            throw: false,
             max_response_body: DEFAULT_MAX_RESPONSE_BODY,
             no_connection_reuse: false,
             no_vu_connection_reuse: false,
@@ -254,6 +257,7 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
                     ))
                 }
             },
+            "throw" => settings.throw = boolean(v, k)?,
             "noConnectionReuse" => settings.no_connection_reuse = boolean(v, k)?,
             "noVUConnectionReuse" => settings.no_vu_connection_reuse = boolean(v, k)?,
             "discardResponseBodies" => settings.discard_response_bodies = boolean(v, k)?,
