@@ -9,6 +9,14 @@ export const options = {
   thresholds: __ENV.FAIL_THRESHOLD ? { http_req_duration: ["max<0"] } : {},
 };
 
+export function setup() {
+  console.log("K6CLI_SETUP ran");
+}
+
+export function teardown() {
+  console.log("K6CLI_TEARDOWN ran");
+}
+
 function ua(res) {
   const headers = res.body ? JSON.parse(res.body).headers : {};
   return headers["user-agent"] || headers["User-Agent"] || null;

@@ -84,10 +84,10 @@ pub struct K6Flags {
     /// k6: refuse requests to these host names (options.blockHostnames; not yet, a note says so)
     #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
     pub block_hostnames: Vec<String>,
-    /// k6: skip setup() (options.noSetup; not yet, a note says so)
+    /// k6: do not run setup() (options.noSetup)
     #[arg(long)]
     pub no_setup: bool,
-    /// k6: skip teardown() (options.noTeardown; not yet, a note says so)
+    /// k6: do not run teardown() (options.noTeardown)
     #[arg(long)]
     pub no_teardown: bool,
     /// k6's JSON config file: the keys of `options` (lowest precedence), and `out`

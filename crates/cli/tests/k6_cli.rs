@@ -345,3 +345,27 @@ fn throw_flag_makes_a_failed_request_throw() {
         assert!(stderr(&o).contains("refused"), "{}", stderr(&o));
     }
 }
+
+#[test]
+fn no_setup_and_no_teardown_skip_them_from_flags_and_env() {
+    let t = target();
+    let ran = |o: &Output| {
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+        let e = stderr(o);
+        (
+            e.contains("K6CLI_SETUP ran"),
+            e.contains("K6CLI_TEARDOWN ran"),
+        )
+    };
+    assert_eq!(ran(&run_k6(&t, &["-i", "1"], &[])), (true, true));
+    assert_eq!(
+        ran(&run_k6(&t, &["-i", "1", "--no-setup"], &[])),
+        (false, true)
+    );
+    assert_eq!(
+        ran(&run_k6(&t, &["-i", "1", "--no-teardown"], &[])),
+        (true, false)
+    );
+    let env = [("K6_NO_SETUP", "true"), ("K6_NO_TEARDOWN", "1")];
+    assert_eq!(ran(&run_k6(&t, &["-i", "1"], &env)), (false, false));
+}

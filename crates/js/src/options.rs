@@ -82,6 +82,9 @@ pub struct RunSettings {
     pub http_debug: Option<bool>,
     /// `throw`: a request that fails without a response throws instead of returning it.
     pub throw: bool,
+    /// `noSetup` / `noTeardown`: skip `setup()` / `teardown()`.
+    pub no_setup: bool,
+    pub no_teardown: bool,
     /// `maxResponseBodySize` (Volley's): largest response body a request keeps.
     pub max_response_body: u64,
     pub no_connection_reuse: bool,
@@ -108,6 +111,8 @@ impl Default for RunSettings {
             discard_response_bodies: false,
             http_debug: None,
             throw: false,
+            no_setup: false,
+            no_teardown: false,
             max_response_body: DEFAULT_MAX_RESPONSE_BODY,
             no_connection_reuse: false,
             no_vu_connection_reuse: false,
@@ -258,6 +263,8 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
                 }
             },
             "throw" => settings.throw = boolean(v, k)?,
+            "noSetup" => settings.no_setup = boolean(v, k)?,
+            "noTeardown" => settings.no_teardown = boolean(v, k)?,
             "noConnectionReuse" => settings.no_connection_reuse = boolean(v, k)?,
             "noVUConnectionReuse" => settings.no_vu_connection_reuse = boolean(v, k)?,
             "discardResponseBodies" => settings.discard_response_bodies = boolean(v, k)?,

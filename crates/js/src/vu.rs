@@ -646,7 +646,11 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
         .scenario_spec()
         .map_or("default", |s| s.exec_name())
         .to_string();
-    let (default, setup, teardown) = (func(&exec_name), func("setup"), func("teardown"));
+    // `noSetup` / `noTeardown` (k6's --no-setup / --no-teardown): as if not exported.
+    let settings = st.shared.settings();
+    let setup = func("setup").filter(|_| !settings.no_setup);
+    let teardown = func("teardown").filter(|_| !settings.no_teardown);
+    let default = func(&exec_name);
     let mut data: Option<Value<'js>> = None;
     let mut iter: u64 = 0;
     let mut outcome = Outcome::Ok;
