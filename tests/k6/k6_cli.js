@@ -26,6 +26,7 @@ export default function () {
   const h = http.get(`${__ENV.BASE}/headers`, { responseType: "text" });
   const r = http.get(`${__ENV.BASE}/redirect/3`);
   if (__ENV.CLOSED) http.get(__ENV.CLOSED); // a refused request: throws with --throw
+  const blocked = __ENV.BLOCKED ? http.get(__ENV.BLOCKED) : null;
   const o = exec.test.options;
   console.log(
     "K6CLI " +
@@ -37,6 +38,7 @@ export default function () {
         vus: o.vus || null,
         probe: __ENV.K6CLI_PROBE || null,
         vu_iter: exec.vu.iterationInScenario,
+        blocked: blocked ? { error: blocked.error, code: blocked.error_code } : null,
       }),
   );
 }

@@ -81,7 +81,7 @@ pub struct K6Flags {
     /// k6: refuse requests to these IP ranges (options.blacklistIPs; not yet, a note says so)
     #[arg(long, value_name = "CIDR", value_delimiter = ',')]
     pub blacklist_ip: Vec<String>,
-    /// k6: refuse requests to these host names (options.blockHostnames; not yet, a note says so)
+    /// k6: refuse requests to these host names, e.g. *.example.com (options.blockHostnames)
     #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
     pub block_hostnames: Vec<String>,
     /// k6: do not run setup() (options.noSetup)

@@ -227,8 +227,6 @@ fn k6_flags_volley_cannot_honour_exit_0_with_a_note() {
             "ttl=5m",
             "--blacklist-ip",
             "10.0.0.0/8",
-            "--block-hostnames",
-            "*.example.com",
             "--discard-response-bodies",
             "--no-connection-reuse",
             "--no-vu-connection-reuse",
@@ -260,7 +258,7 @@ fn k6_flags_volley_cannot_honour_exit_0_with_a_note() {
             "no note for {flag}:\n{err}"
         );
     }
-    for opt in ["rps", "localIPs", "dns", "blacklistIPs", "blockHostnames"] {
+    for opt in ["rps", "localIPs", "dns", "blacklistIPs"] {
         assert!(
             err.contains(&format!("option '{opt}' is not supported by volley yet")),
             "no note for {opt}:\n{err}"
@@ -368,4 +366,28 @@ fn no_setup_and_no_teardown_skip_them_from_flags_and_env() {
     );
     let env = [("K6_NO_SETUP", "true"), ("K6_NO_TEARDOWN", "1")];
     assert_eq!(ran(&run_k6(&t, &["-i", "1"], &env)), (false, false));
+}
+
+#[test]
+fn block_hostnames_refuses_matching_hosts_with_k6s_error() {
+    let t = target();
+    let port = t.local_addr().port();
+    let url = format!("BLOCKED=http://Blocked.localhost:{port}/");
+    let o = run_k6(
+        &t,
+        &["-i", "1", "-e", &url, "--block-hostnames", "*.localhost"],
+        &[],
+    );
+    let b = &one(&o)["blocked"];
+    assert_eq!(b["code"], 1111, "{b}");
+    assert_eq!(
+        b["error"],
+        "hostname (Blocked.localhost) is in a blocked pattern (*.localhost)"
+    );
+    let o = run_k6(
+        &t,
+        &["-i", "1", "-e", &url],
+        &[("K6_BLOCK_HOSTNAMES", "other.test,*.localhost")],
+    );
+    assert_eq!(one(&o)["blocked"]["code"], 1111);
 }

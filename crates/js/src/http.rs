@@ -810,9 +810,26 @@ fn start_hop<'js>(
     let (target, req, origin, conn) = {
         let mut http = st.http.borrow_mut();
         let p = &mut http.prepared[i];
-        let target = match &p.target {
-            Ok(t) => t.clone(),
-            Err(e) => {
+        // k6's blockHostnames: refused before any connection, error_code 1111.
+        let blocked = match &p.target {
+            Ok(t) => settings
+                .blocked_hostname(&t.host)
+                .map(|m| format!("hostname ({}) is in a blocked pattern ({m})", t.host)),
+            Err(_) => None,
+        };
+        let target = match (&p.target, blocked) {
+            (Ok(t), None) => t.clone(),
+            (Ok(_), Some(e)) => {
+                let out = new_response(ctx, proto)?;
+                out.set(k.status.clone(), 0)?;
+                out.set(k.url.clone(), url.as_str())?;
+                out.set(k.error.clone(), e.as_str())?;
+                out.set(k.error_code.clone(), 1111)?;
+                out.set(k.body.clone(), Value::new_null(ctx.clone()))?;
+                out.set(k.headers.clone(), Object::new(ctx.clone())?)?;
+                return Ok(Started::Done(out));
+            }
+            (Err(e), _) => {
                 // k6: error_code 1020, no metrics.
                 let out = new_response(ctx, proto)?;
                 out.set(k.status.clone(), 0)?;

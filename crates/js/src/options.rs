@@ -85,6 +85,8 @@ pub struct RunSettings {
     /// `noSetup` / `noTeardown`: skip `setup()` / `teardown()`.
     pub no_setup: bool,
     pub no_teardown: bool,
+    /// `blockHostnames`: lower-case patterns, exact or with a leading `*` (any prefix).
+    pub block_hostnames: Vec<String>,
     /// `maxResponseBodySize` (Volley's): largest response body a request keeps.
     pub max_response_body: u64,
     pub no_connection_reuse: bool,
@@ -113,6 +115,7 @@ impl Default for RunSettings {
             throw: false,
             no_setup: false,
             no_teardown: false,
+            block_hostnames: Vec::new(),
             max_response_body: DEFAULT_MAX_RESPONSE_BODY,
             no_connection_reuse: false,
             no_vu_connection_reuse: false,
@@ -127,6 +130,19 @@ impl Default for RunSettings {
 }
 
 impl RunSettings {
+    /// The `blockHostnames` pattern `host` matches, if any (k6: case-insensitive, a leading
+    /// `*` matches any prefix).
+    pub fn blocked_hostname(&self, host: &str) -> Option<&str> {
+        let host = host.to_ascii_lowercase();
+        self.block_hostnames
+            .iter()
+            .find(|p| match p.strip_prefix('*') {
+                Some(suffix) => host.ends_with(suffix),
+                None => **p == host,
+            })
+            .map(String::as_str)
+    }
+
     /// Is system tag `tag` recorded (k6's default set, or listed in `systemTags`)?
     pub fn keeps_system_tag(&self, tag: &str) -> bool {
         self.system_tags.as_ref().is_none_or(|k| k.contains(tag))
@@ -264,6 +280,21 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
             },
             "throw" => settings.throw = boolean(v, k)?,
             "noSetup" => settings.no_setup = boolean(v, k)?,
+            "blockHostnames" => {
+                let arr = v
+                    .as_array()
+                    .ok_or("options.blockHostnames: expected an array of host name patterns")?;
+                for (i, p) in arr.iter().enumerate() {
+                    let p = p
+                        .as_str()
+                        .filter(|p| !p[p.starts_with('*') as usize..].contains('*'));
+                    let p = p.ok_or(format!(
+                        "options.blockHostnames[{i}]: expected a host name, optionally with a \
+                         leading wildcard such as *.example.com"
+                    ))?;
+                    settings.block_hostnames.push(p.to_ascii_lowercase());
+                }
+            }
             "noTeardown" => settings.no_teardown = boolean(v, k)?,
             "noConnectionReuse" => settings.no_connection_reuse = boolean(v, k)?,
             "noVUConnectionReuse" => settings.no_vu_connection_reuse = boolean(v, k)?,
@@ -544,6 +575,23 @@ mod tests {
         assert!(e.contains("but is 500ms"), "{e}");
         assert!(resolve(&json!({"iterations": 3, "duration": "1s"}), &none).is_ok());
         assert!(resolve(&json!({"iterations": 0}), &none).is_err());
+    }
+
+    #[test]
+    fn block_hostnames_match_exactly_or_by_wildcard_suffix() {
+        let none = CliOptions::default();
+        let r = resolve(
+            &json!({"blockHostnames": ["*.Example.com", "api.test"]}),
+            &none,
+        )
+        .unwrap();
+        let s = &r.settings;
+        assert_eq!(s.blocked_hostname("a.b.EXAMPLE.com"), Some("*.example.com"));
+        assert_eq!(s.blocked_hostname("api.test"), Some("api.test"));
+        assert_eq!(s.blocked_hostname("example.com"), None);
+        assert_eq!(s.blocked_hostname("web.api.test"), None);
+        let e = resolve(&json!({"blockHostnames": ["a.*.com"]}), &none).unwrap_err();
+        assert!(e.starts_with("options.blockHostnames[0]: "), "{e}");
     }
 
     #[test]
