@@ -78,7 +78,7 @@ pub struct K6Flags {
     /// k6: DNS resolver policy (options.dns; not yet, a note says so)
     #[arg(long, value_name = "CONFIG")]
     pub dns: Option<String>,
-    /// k6: refuse requests to these IP ranges (options.blacklistIPs; not yet, a note says so)
+    /// k6: refuse requests to these IP ranges, e.g. 10.0.0.0/8 (options.blacklistIPs)
     #[arg(long, value_name = "CIDR", value_delimiter = ',')]
     pub blacklist_ip: Vec<String>,
     /// k6: refuse requests to these host names, e.g. *.example.com (options.blockHostnames)

@@ -258,7 +258,7 @@ fn k6_flags_volley_cannot_honour_exit_0_with_a_note() {
             "no note for {flag}:\n{err}"
         );
     }
-    for opt in ["rps", "localIPs", "dns", "blacklistIPs"] {
+    for opt in ["rps", "localIPs", "dns"] {
         assert!(
             err.contains(&format!("option '{opt}' is not supported by volley yet")),
             "no note for {opt}:\n{err}"
@@ -390,4 +390,43 @@ fn block_hostnames_refuses_matching_hosts_with_k6s_error() {
         &[("K6_BLOCK_HOSTNAMES", "other.test,*.localhost")],
     );
     assert_eq!(one(&o)["blocked"]["code"], 1111);
+}
+
+#[test]
+fn blacklist_ip_refuses_requests_to_the_range_with_k6s_error() {
+    let t = target();
+    let port = t.local_addr().port();
+    let url = format!("BLOCKED=http://127.0.0.1:{port}/");
+    let o = run_k6(
+        &t,
+        &[
+            "-i",
+            "1",
+            "-e",
+            &url,
+            "--blacklist-ip",
+            "10.0.0.0/8,127.0.0.0/8",
+        ],
+        &[],
+    );
+    let b = &one(&o)["blocked"];
+    assert_eq!(b["code"], 1110, "{b}");
+    let e = b["error"].as_str().unwrap_or_default();
+    assert!(
+        e.contains("IP (127.0.0.1) is in a blacklisted range (127.0.0.0/8)"),
+        "{e}"
+    );
+    let o = run_k6(
+        &t,
+        &["-i", "1", "-e", &url],
+        &[("K6_BLACKLIST_IPS", "192.168.0.0/16")],
+    );
+    assert_eq!(one(&o)["blocked"]["code"], 0);
+    let o = run_k6(&t, &["-i", "1", "--blacklist-ip", "10.0.0.0/99"], &[]);
+    assert_eq!(o.status.code(), Some(104), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("options.blacklistIPs[0]: '10.0.0.0/99' is not an IP range"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -349,6 +349,9 @@ fn error_code(e: &HttpError) -> u32 {
     if e.is_body_too_large() {
         return BODY_TOO_LARGE_CODE;
     }
+    if e.class == ErrorClass::Other && e.message.contains(") is in a blacklisted range (") {
+        return 1110;
+    }
     match e.class {
         ErrorClass::Refused => 1212,
         ErrorClass::Timeout => 1050,
@@ -410,6 +413,7 @@ async fn exchange(
     timeout: Duration,
     mode: BodyMode,
     max_body: u64,
+    blacklist: Arc<[crate::options::ipnet::IpNet]>,
 ) -> Exchange {
     let mut connect = None;
     let (mut conn, addr) = match conn.filter(|c| c.is_reusable()) {
@@ -429,6 +433,16 @@ async fn exchange(
                     }
                 },
             };
+            // k6's blacklistIPs: checked on the address about to be dialled.
+            if let Some(net) = blacklist.iter().find(|n| n.contains(addr.ip())) {
+                let msg = format!("IP ({}) is in a blacklisted range ({net})", addr.ip());
+                return Exchange {
+                    result: Err(HttpError::new(ErrorClass::Other, msg)),
+                    connect: None,
+                    conn: None,
+                    addr: None,
+                };
+            }
             // Boxed: the connect future (TLS handshake included) is big, and the exchange
             // future is moved onto the heap on every request, also when it reuses a connection.
             match Box::pin(Connection::connect(addr, &target, tls.as_ref(), timeout)).await {
@@ -915,6 +929,7 @@ fn start_hop<'js>(
         spec.timeout,
         spec.mode,
         settings.max_response_body,
+        settings.blacklist_ips.clone(),
     );
     let slot = (i, st.http.borrow().prepared[i].id);
     Ok(Started::Go(

@@ -17,6 +17,7 @@ use volley_engine::executor::{
 use volley_metrics::TagSet;
 
 pub mod env;
+pub mod ipnet;
 
 /// Options given on the command line; they override the script's.
 #[derive(Clone, Debug, Default)]
@@ -87,6 +88,8 @@ pub struct RunSettings {
     pub no_teardown: bool,
     /// `blockHostnames`: lower-case patterns, exact or with a leading `*` (any prefix).
     pub block_hostnames: Vec<String>,
+    /// `blacklistIPs`: requests to these ranges are refused before connecting.
+    pub blacklist_ips: Arc<[ipnet::IpNet]>,
     /// `maxResponseBodySize` (Volley's): largest response body a request keeps.
     pub max_response_body: u64,
     pub no_connection_reuse: bool,
@@ -116,6 +119,7 @@ impl Default for RunSettings {
             no_setup: false,
             no_teardown: false,
             block_hostnames: Vec::new(),
+            blacklist_ips: Arc::new([]),
             max_response_body: DEFAULT_MAX_RESPONSE_BODY,
             no_connection_reuse: false,
             no_vu_connection_reuse: false,
@@ -280,6 +284,22 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
             },
             "throw" => settings.throw = boolean(v, k)?,
             "noSetup" => settings.no_setup = boolean(v, k)?,
+            "blacklistIPs" => {
+                let arr = v
+                    .as_array()
+                    .ok_or("options.blacklistIPs: expected an array of CIDR ranges")?;
+                let mut nets = Vec::new();
+                for (i, n) in arr.iter().enumerate() {
+                    let n = n.as_str().ok_or(format!(
+                        "options.blacklistIPs[{i}]: expected a string such as \"10.0.0.0/8\""
+                    ))?;
+                    nets.push(
+                        ipnet::IpNet::parse(n)
+                            .map_err(|e| format!("options.blacklistIPs[{i}]: {e}"))?,
+                    );
+                }
+                settings.blacklist_ips = nets.into();
+            }
             "blockHostnames" => {
                 let arr = v
                     .as_array()
