@@ -48,7 +48,7 @@ pub struct K6Flags {
     /// k6: parallel requests of http.batch per host (options.batchPerHost)
     #[arg(long, value_name = "N")]
     pub batch_per_host: Option<u64>,
-    /// k6: limit requests per second (options.rps; not enforced yet, a note says so)
+    /// k6: at most N requests per second across all VUs (options.rps)
     #[arg(long, value_name = "N")]
     pub rps: Option<u64>,
     /// k6: no keep-alive connections (options.noConnectionReuse)

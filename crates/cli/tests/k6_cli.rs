@@ -258,7 +258,7 @@ fn k6_flags_volley_cannot_honour_exit_0_with_a_note() {
             "no note for {flag}:\n{err}"
         );
     }
-    for opt in ["rps", "localIPs", "dns"] {
+    for opt in ["localIPs", "dns"] {
         assert!(
             err.contains(&format!("option '{opt}' is not supported by volley yet")),
             "no note for {opt}:\n{err}"
@@ -429,4 +429,22 @@ fn blacklist_ip_refuses_requests_to_the_range_with_k6s_error() {
         "{}",
         stderr(&o)
     );
+}
+
+/// A lower bound only: 10 requests at 10/s cannot take less than 0.9 s (the first is sent at
+/// once), however fast the machine; without --rps the same run is not held back.
+#[test]
+fn rps_flag_and_env_pace_requests_across_vus() {
+    let t = target();
+    for (args, envs) in [(&["--rps", "10"][..], &[][..]), (&[], &[("K6_RPS", "10")])] {
+        let start = std::time::Instant::now();
+        // 2 iterations on 2 VUs, 5 requests each (/headers and /redirect/3's four hops).
+        let o = run_k6(&t, &[&["-i", "2", "-u", "2"], args].concat(), envs);
+        let took = start.elapsed();
+        assert_eq!(reports(&o).len(), 2, "{}", stderr(&o));
+        assert!(
+            took >= std::time::Duration::from_millis(880),
+            "{took:?} for 10 requests at 10/s"
+        );
+    }
 }

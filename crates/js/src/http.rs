@@ -1291,6 +1291,14 @@ fn request<'js>(
     };
     let mut spec = parse_spec(ctx, st, &k, method, url, body, headers, params)?;
     let out = loop {
+        // k6's rps: every request (each redirect hop too) takes a slot of the run's limiter.
+        if let Some(l) = &st.shared.settings().rps {
+            let d = l.reserve();
+            if !d.is_zero() {
+                st.wait_idle(tokio::time::sleep(d))
+                    .ok_or_else(|| interrupted(ctx))?;
+            }
+        }
         match start_hop(ctx, st, &k, &spec, proto)? {
             Started::Done(out) => break out,
             Started::Go(hop, fut) => {

@@ -90,6 +90,8 @@ pub struct RunSettings {
     pub block_hostnames: Vec<String>,
     /// `blacklistIPs`: requests to these ranges are refused before connecting.
     pub blacklist_ips: Arc<[ipnet::IpNet]>,
+    /// `rps`: one limiter for all VUs (k6: requests per second across the test).
+    pub rps: Option<Arc<RpsLimiter>>,
     /// `maxResponseBodySize` (Volley's): largest response body a request keeps.
     pub max_response_body: u64,
     pub no_connection_reuse: bool,
@@ -120,6 +122,7 @@ impl Default for RunSettings {
             no_teardown: false,
             block_hostnames: Vec::new(),
             blacklist_ips: Arc::new([]),
+            rps: None,
             max_response_body: DEFAULT_MAX_RESPONSE_BODY,
             no_connection_reuse: false,
             no_vu_connection_reuse: false,
@@ -157,6 +160,31 @@ impl RunSettings {
         if let Some(keep) = &self.system_tags {
             tags.retain(|k, _| !SYSTEM_TAGS.contains(&k.as_str()) || keep.contains(k));
         }
+    }
+}
+
+/// `options.rps`: request start slots `1/rps` apart, shared by every VU of the run.
+#[derive(Debug)]
+pub struct RpsLimiter {
+    interval: Duration,
+    next: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl RpsLimiter {
+    pub fn new(rps: u64) -> RpsLimiter {
+        RpsLimiter {
+            interval: Duration::from_secs_f64(1.0 / rps as f64),
+            next: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Take the next slot: how long the caller waits before sending.
+    pub fn reserve(&self) -> Duration {
+        let now = std::time::Instant::now();
+        let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = next.map_or(now, |n| n.max(now));
+        *next = Some(slot + self.interval);
+        slot - now
     }
 }
 
@@ -284,6 +312,10 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
             },
             "throw" => settings.throw = boolean(v, k)?,
             "noSetup" => settings.no_setup = boolean(v, k)?,
+            "rps" => {
+                let n = count(v, "rps")?;
+                settings.rps = (n > 0).then(|| Arc::new(RpsLimiter::new(n)));
+            }
             "blacklistIPs" => {
                 let arr = v
                     .as_array()
@@ -552,7 +584,7 @@ mod tests {
             ..Default::default()
         };
         let r = resolve(
-            &json!({"vus": 1, "stages": [{"duration": "1s", "target": 5}], "rps": 10}),
+            &json!({"vus": 1, "stages": [{"duration": "1s", "target": 5}], "dns": "ttl=5m"}),
             &cli,
         )
         .unwrap();
@@ -564,7 +596,7 @@ mod tests {
                 ..
             })
         ));
-        assert_eq!(r.ignored, vec!["rps".to_string()]);
+        assert_eq!(r.ignored, vec!["dns".to_string()]);
         assert!(resolve(&json!({"vus": 5, "iterations": 2}), &CliOptions::default()).is_err());
         assert!(resolve(&json!({"scenarios": {}}), &CliOptions::default()).is_err());
         assert!(resolve(&json!({"duration": "soon"}), &CliOptions::default()).is_err());
@@ -595,6 +627,23 @@ mod tests {
         assert!(e.contains("but is 500ms"), "{e}");
         assert!(resolve(&json!({"iterations": 3, "duration": "1s"}), &none).is_ok());
         assert!(resolve(&json!({"iterations": 0}), &none).is_err());
+    }
+
+    #[test]
+    fn rps_limiter_hands_out_slots_one_interval_apart() {
+        let l = RpsLimiter::new(10);
+        assert_eq!(l.reserve(), Duration::ZERO);
+        let (a, b) = (l.reserve(), l.reserve());
+        assert!(
+            a > Duration::from_millis(50) && a <= Duration::from_millis(100),
+            "{a:?}"
+        );
+        assert!(
+            b > Duration::from_millis(150) && b <= Duration::from_millis(200),
+            "{b:?}"
+        );
+        let r = resolve(&json!({"rps": 0}), &CliOptions::default()).unwrap();
+        assert!(r.settings.rps.is_none());
     }
 
     #[test]
