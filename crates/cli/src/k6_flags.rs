@@ -66,7 +66,7 @@ pub struct K6Flags {
     /// k6: a request that gets no response throws its error (options.throw)
     #[arg(short = 'w', long)]
     pub throw: bool,
-    /// k6: minimum iteration duration (options.minIterationDuration; not yet, a note says so)
+    /// k6: a faster iteration sleeps out the rest (options.minIterationDuration)
     #[arg(long, value_name = "DURATION")]
     pub min_iteration_duration: Option<String>,
     /// k6: put the process environment into __ENV (the default; see --no-system-env)

@@ -448,3 +448,22 @@ fn rps_flag_and_env_pace_requests_across_vus() {
         );
     }
 }
+
+/// A lower bound only: two iterations of one VU cannot end before 2 × the minimum.
+#[test]
+fn min_iteration_duration_holds_fast_iterations() {
+    let t = target();
+    for (args, envs) in [
+        (&["--min-iteration-duration", "500ms"][..], &[][..]),
+        (&[], &[("K6_MIN_ITERATION_DURATION", "500ms")]),
+    ] {
+        let start = std::time::Instant::now();
+        let o = run_k6(&t, &[&["-i", "2", "-u", "1"], args].concat(), envs);
+        let took = start.elapsed();
+        assert_eq!(reports(&o).len(), 2, "{}", stderr(&o));
+        assert!(
+            took >= std::time::Duration::from_millis(980),
+            "{took:?} for 2 × 500ms"
+        );
+    }
+}

@@ -92,6 +92,8 @@ pub struct RunSettings {
     pub blacklist_ips: Arc<[ipnet::IpNet]>,
     /// `rps`: one limiter for all VUs (k6: requests per second across the test).
     pub rps: Option<Arc<RpsLimiter>>,
+    /// `minIterationDuration`: a faster iteration sleeps out the rest.
+    pub min_iteration_duration: Option<Duration>,
     /// `maxResponseBodySize` (Volley's): largest response body a request keeps.
     pub max_response_body: u64,
     pub no_connection_reuse: bool,
@@ -123,6 +125,7 @@ impl Default for RunSettings {
             block_hostnames: Vec::new(),
             blacklist_ips: Arc::new([]),
             rps: None,
+            min_iteration_duration: None,
             max_response_body: DEFAULT_MAX_RESPONSE_BODY,
             no_connection_reuse: false,
             no_vu_connection_reuse: false,
@@ -312,6 +315,10 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
             },
             "throw" => settings.throw = boolean(v, k)?,
             "noSetup" => settings.no_setup = boolean(v, k)?,
+            "minIterationDuration" => {
+                let d = duration(v, "minIterationDuration")?;
+                settings.min_iteration_duration = (!d.is_zero()).then_some(d);
+            }
             "rps" => {
                 let n = count(v, "rps")?;
                 settings.rps = (n > 0).then(|| Arc::new(RpsLimiter::new(n)));
