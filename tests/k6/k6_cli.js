@@ -26,6 +26,11 @@ export default function () {
   const h = http.get(`${__ENV.BASE}/headers`, { responseType: "text" });
   const r = http.get(`${__ENV.BASE}/redirect/3`);
   if (__ENV.CLOSED) http.get(__ENV.CLOSED); // a refused request: throws with --throw
+  let cookies = null;
+  if (__ENV.COOKIES) {
+    cookies = JSON.parse(http.get(`${__ENV.BASE}/cookies`, { responseType: "text" }).body).cookies;
+    if (exec.vu.iterationInScenario === 0) http.get(`${__ENV.BASE}/cookies/set?k6cli=1`);
+  }
   const blocked = __ENV.BLOCKED ? http.get(__ENV.BLOCKED) : null;
   const o = exec.test.options;
   console.log(
@@ -38,6 +43,7 @@ export default function () {
         vus: o.vus || null,
         probe: __ENV.K6CLI_PROBE || null,
         vu_iter: exec.vu.iterationInScenario,
+        cookies,
         blocked: blocked ? { error: blocked.error, code: blocked.error_code } : null,
       }),
   );

@@ -467,3 +467,19 @@ fn min_iteration_duration_holds_fast_iterations() {
         );
     }
 }
+
+#[test]
+fn k6_no_cookies_reset_keeps_the_jar_between_iterations() {
+    let t = target();
+    let second = |envs: &[(&str, &str)]| {
+        let o = run_k6(&t, &["-i", "2", "-u", "1", "-e", "COOKIES=1"], envs);
+        let r = reports(&o);
+        assert_eq!(r.len(), 2, "{}", stderr(&o));
+        r.into_iter().find(|r| r["vu_iter"] == 1).unwrap()["cookies"].clone()
+    };
+    assert_eq!(second(&[]), serde_json::json!({}));
+    assert_eq!(
+        second(&[("K6_NO_COOKIES_RESET", "true")]),
+        serde_json::json!({"k6cli": "1"})
+    );
+}

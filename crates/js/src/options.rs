@@ -94,6 +94,8 @@ pub struct RunSettings {
     pub rps: Option<Arc<RpsLimiter>>,
     /// `minIterationDuration`: a faster iteration sleeps out the rest.
     pub min_iteration_duration: Option<Duration>,
+    /// `noCookiesReset`: the VU's cookie jar is kept between iterations.
+    pub no_cookies_reset: bool,
     /// `maxResponseBodySize` (Volley's): largest response body a request keeps.
     pub max_response_body: u64,
     pub no_connection_reuse: bool,
@@ -126,6 +128,7 @@ impl Default for RunSettings {
             blacklist_ips: Arc::new([]),
             rps: None,
             min_iteration_duration: None,
+            no_cookies_reset: false,
             max_response_body: DEFAULT_MAX_RESPONSE_BODY,
             no_connection_reuse: false,
             no_vu_connection_reuse: false,
@@ -315,6 +318,7 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
             },
             "throw" => settings.throw = boolean(v, k)?,
             "noSetup" => settings.no_setup = boolean(v, k)?,
+            "noCookiesReset" => settings.no_cookies_reset = boolean(v, k)?,
             "minIterationDuration" => {
                 let d = duration(v, "minIterationDuration")?;
                 settings.min_iteration_duration = (!d.is_zero()).then_some(d);
