@@ -483,3 +483,28 @@ fn k6_no_cookies_reset_keeps_the_jar_between_iterations() {
         serde_json::json!({"k6cli": "1"})
     );
 }
+
+#[test]
+fn config_file_out_is_used_unless_k6_out_or_the_flag_is_given() {
+    let t = target();
+    let dir = scratch("k6cli-config-out");
+    let (from_config, from_env) = (dir.join("config.ndjson"), dir.join("env.ndjson"));
+    let config = dir.join("k6.json");
+    let text = serde_json::json!({"out": [format!("json={}", from_config.display())]});
+    std::fs::write(&config, text.to_string()).unwrap();
+    let cfg = config.to_str().unwrap();
+    let o = run_k6(&t, &["-i", "1", "-c", cfg], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        from_config.exists(),
+        "the config file's out was not written"
+    );
+    std::fs::remove_file(&from_config).unwrap();
+    let env_out = format!("json={}", from_env.display());
+    let o = run_k6(&t, &["-i", "1", "-c", cfg], &[("K6_OUT", &env_out)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        from_env.exists() && !from_config.exists(),
+        "K6_OUT must replace the config's out"
+    );
+}
