@@ -378,6 +378,9 @@ pub struct RunArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub log: LogArgs,
+    /// k6's other `run` flags and their `K6_*` variables (docs/k6-cli.md)
+    #[command(flatten)]
+    pub k6: crate::k6_flags::K6Flags,
 }
 
 /// k6's logging flags (`volley run`); each falls back to its `K6_*` variable.

@@ -13,6 +13,7 @@ mod demo_tour;
 mod exit;
 mod history_cmd;
 mod http_cmd;
+mod k6_flags;
 mod monitor_cmd;
 mod report_cmd;
 mod run_cmd;

@@ -92,7 +92,7 @@ pub(crate) fn summary_mode(flag: Option<&str>) -> Result<SummaryMode, String> {
         .ok_or_else(|| format!("K6_SUMMARY_MODE='{v}': expected compact, full or legacy"))
 }
 
-pub fn run(a: RunArgs) -> i32 {
+pub fn run(mut a: RunArgs) -> i32 {
     match log_config(&a.log) {
         Err(e) => return exit::usage(&e),
         Ok(cfg) => {
@@ -114,6 +114,35 @@ pub fn run(a: RunArgs) -> i32 {
             Some((k, v)) if !k.is_empty() => pairs.push((k.to_string(), v.to_string())),
             _ => return exit::usage(&format!("-e/--env '{kv}': expected KEY=VALUE")),
         }
+    }
+    // k6's flags, `K6_*` environment and `--config` file (docs/k6-cli.md).
+    let sys_env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    let mut k6 = match crate::k6_flags::setup(&a.k6, a.no_system_env, !a.out.is_empty(), &sys_env) {
+        Ok(s) => s,
+        Err(crate::k6_flags::K6Error::Usage(e)) => return exit::usage(&e),
+        Err(crate::k6_flags::K6Error::Config(e)) => {
+            eprintln!("volley: error: invalid options: {e}");
+            return INVALID_CONFIG;
+        }
+    };
+    if a.out.is_empty() {
+        a.out = std::mem::take(&mut k6.out);
+    }
+    if a.summary_export.is_none() {
+        a.summary_export = k6.summary_export.take();
+    }
+    a.out.retain(|o| {
+        let cloud = o == "cloud" || o.starts_with("cloud=");
+        if cloud {
+            k6.notes.push(format!(
+                "volley: note: --out {o} is accepted for k6 compatibility and ignored: Volley \
+                 does not stream to Grafana Cloud"
+            ));
+        }
+        !cloud
+    });
+    for n in &k6.notes {
+        eprintln!("{n}");
     }
     let (out_json, outputs) = match volley_js::outputs::OutSpec::parse_all(&a.out) {
         Ok(o) => o,
@@ -157,7 +186,7 @@ pub fn run(a: RunArgs) -> i32 {
     if let Err(e) = volley_history::preflight::check(&files, a.history.as_deref()) {
         return exit::fail(&e);
     }
-    let env = volley_js::environment(&pairs, !a.no_system_env);
+    let env = volley_js::environment(&pairs, k6.system_env);
     let cli = CliOptions {
         vus: a.vus,
         duration: a.duration,
@@ -175,6 +204,10 @@ pub fn run(a: RunArgs) -> i32 {
         show_progress: !a.quiet,
         live_progress: !a.quiet && std::io::stderr().is_terminal(),
         max_response_body: a.max_response_body,
+        config_file: k6.config_file.take(),
+        env_options: std::mem::take(&mut k6.env_options),
+        flag_options: std::mem::take(&mut k6.flag_options),
+        no_thresholds: k6.no_thresholds,
     };
     let ctl = RunControl::new();
     signals::install(ctl.clone());
@@ -217,19 +250,21 @@ pub fn run(a: RunArgs) -> i32 {
         std::io::stdout().is_terminal(),
         std::io::stderr().is_terminal(),
     );
-    let handled = match out.handle_summary(&summary, tty.0, tty.1) {
-        Ok(Some(outs)) => {
-            if let Err(e) = volley_js::handle_summary::write_outputs(&outs) {
-                log::error(&e);
+    // --no-summary: neither handleSummary nor the text summary (as k6).
+    let handled = k6.no_summary
+        || match out.handle_summary(&summary, tty.0, tty.1) {
+            Ok(Some(outs)) => {
+                if let Err(e) = volley_js::handle_summary::write_outputs(&outs) {
+                    log::error(&e);
+                }
+                true
             }
-            true
-        }
-        Ok(None) => false,
-        Err(e) => {
-            log::error(&format!("handleSummary: {e}"));
-            false
-        }
-    };
+            Ok(None) => false,
+            Err(e) => {
+                log::error(&format!("handleSummary: {e}"));
+                false
+            }
+        };
     if !a.quiet && !handled {
         exit::print(&summary.render(summary_mode));
     }

@@ -5,6 +5,8 @@
 //! at a time, as in k6). Name lookups are cached per worker thread.
 
 mod async_request;
+mod debug;
+pub(crate) use debug::mode as debug_mode;
 
 use crate::vu::VuState;
 use rquickjs::function::Opt;
@@ -377,6 +379,9 @@ fn error_code(e: &HttpError) -> u32 {
     if e.is_body_too_large() {
         return BODY_TOO_LARGE_CODE;
     }
+    if e.class == ErrorClass::Other && e.message.contains(") is in a blacklisted range (") {
+        return 1110;
+    }
     match e.class {
         ErrorClass::Refused => 1212,
         ErrorClass::Timeout => 1050,
@@ -438,6 +443,7 @@ async fn exchange(
     timeout: Duration,
     mode: BodyMode,
     max_body: u64,
+    blacklist: Arc<[crate::options::ipnet::IpNet]>,
 ) -> Exchange {
     let mut connect = None;
     let (mut conn, addr) = match conn.filter(|c| c.is_reusable()) {
@@ -457,6 +463,16 @@ async fn exchange(
                     }
                 },
             };
+            // k6's blacklistIPs: checked on the address about to be dialled.
+            if let Some(net) = blacklist.iter().find(|n| n.contains(addr.ip())) {
+                let msg = format!("IP ({}) is in a blacklisted range ({net})", addr.ip());
+                return Exchange {
+                    result: Err(HttpError::new(ErrorClass::Other, msg)),
+                    connect: None,
+                    conn: None,
+                    addr: None,
+                };
+            }
             // Boxed: the connect future (TLS handshake included) is big, and the exchange
             // future is moved onto the heap on every request, also when it reuses a connection.
             match Box::pin(Connection::connect(addr, &target, tls.as_ref(), timeout)).await {
@@ -838,9 +854,26 @@ fn start_hop<'js>(
     let (target, req, origin, conn) = {
         let mut http = st.http.borrow_mut();
         let p = &mut http.prepared[i];
-        let target = match &p.target {
-            Ok(t) => t.clone(),
-            Err(e) => {
+        // k6's blockHostnames: refused before any connection, error_code 1111.
+        let blocked = match &p.target {
+            Ok(t) => settings
+                .blocked_hostname(&t.host)
+                .map(|m| format!("hostname ({}) is in a blocked pattern ({m})", t.host)),
+            Err(_) => None,
+        };
+        let target = match (&p.target, blocked) {
+            (Ok(t), None) => t.clone(),
+            (Ok(_), Some(e)) => {
+                let out = new_response(ctx, proto)?;
+                out.set(k.status.clone(), 0)?;
+                out.set(k.url.clone(), url.as_str())?;
+                out.set(k.error.clone(), e.as_str())?;
+                out.set(k.error_code.clone(), 1111)?;
+                out.set(k.body.clone(), Value::new_null(ctx.clone()))?;
+                out.set(k.headers.clone(), Object::new(ctx.clone())?)?;
+                return Ok(Started::Done(out));
+            }
+            (Err(e), _) => {
                 // k6: error_code 1020, no metrics.
                 let out = new_response(ctx, proto)?;
                 out.set(k.status.clone(), 0)?;
@@ -891,6 +924,9 @@ fn start_hop<'js>(
                 r
             }
         };
+        if let Some(full) = settings.http_debug {
+            debug::request(st, &req, body.as_deref(), full);
+        }
         let origin = p.origin.clone();
         let conn = http.take_idle(&origin);
         (target, req, origin, conn)
@@ -923,6 +959,7 @@ fn start_hop<'js>(
         spec.timeout,
         spec.mode,
         settings.max_response_body,
+        settings.blacklist_ips.clone(),
     );
     let slot = (i, st.http.borrow().prepared[i].id);
     Ok(Started::Go(
@@ -961,6 +998,9 @@ fn finish_hop<'js>(
     }
     if let Ok(r) = &ex.result {
         spec.extras.store(&target, &r.headers);
+        if let Some(full) = settings.http_debug {
+            debug::response(st, r, full);
+        }
     }
     let (status, err) = match &ex.result {
         Ok(r) => (r.status, None),
@@ -1290,17 +1330,33 @@ fn request<'js>(
         return Err(rquickjs::Exception::throw_internal(ctx, "no Response keys"));
     };
     let mut spec = parse_spec(ctx, st, &k, method, url, body, headers, params)?;
-    loop {
+    let out = loop {
+        // k6's rps: every request (each redirect hop too) takes a slot of the run's limiter.
+        if let Some(l) = &st.shared.settings().rps {
+            let d = l.reserve();
+            if !d.is_zero() {
+                st.wait_idle(tokio::time::sleep(d))
+                    .ok_or_else(|| interrupted(ctx))?;
+            }
+        }
         match start_hop(ctx, st, &k, &spec, proto)? {
-            Started::Done(out) => return Ok(out),
+            Started::Done(out) => break out,
             Started::Go(hop, fut) => {
                 let ex = st.wait(fut).ok_or_else(|| interrupted(ctx))?;
                 if let Some(out) = finish_hop(ctx, st, &mut spec, hop, ex, proto)? {
-                    return Ok(out);
+                    break out;
                 }
             }
         }
+    };
+    // k6's `throw` option: a request that got no response throws its error.
+    if st.shared.settings().throw {
+        let err: Option<String> = out.get(k.error.clone()).ok().flatten();
+        if let Some(e) = err.filter(|e| !e.is_empty()) {
+            return Err(rquickjs::Exception::throw_message(ctx, &e));
+        }
     }
+    Ok(out)
 }
 
 /// Define `__volley.request(method, url, body, headers[], params, proto)` and

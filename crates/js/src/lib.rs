@@ -214,6 +214,18 @@ pub fn run(
             RunError::Script(e.0)
         }
     })?;
+    // k6's tiers: --config file < script options < K6_* environment < k6 flags.
+    script.options = options::env::consolidate(
+        cli.config_file.as_ref(),
+        &script.options,
+        &cli.env_options,
+        &cli.flag_options,
+    );
+    if cli.no_thresholds {
+        if let Some(o) = script.options.as_object_mut() {
+            o.remove("thresholds");
+        }
+    }
     // k6's summary flags replace the script's options (validated with them by `resolve`).
     for (key, v) in [
         (
@@ -234,7 +246,7 @@ pub fn run(
     }
     let mut resolved = options::resolve(&script.options, cli).map_err(RunError::Config)?;
     // `--threshold METRIC:EXPR` adds to options.thresholds[METRIC].
-    if !cli.thresholds.is_empty() {
+    if !cli.thresholds.is_empty() && !cli.no_thresholds {
         let all = resolved
             .thresholds
             .get_or_insert_with(|| serde_json::Value::Object(Default::default()));

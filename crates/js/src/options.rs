@@ -16,6 +16,9 @@ use volley_engine::executor::{
 };
 use volley_metrics::TagSet;
 
+pub mod env;
+pub mod ipnet;
+
 /// Options given on the command line; they override the script's.
 #[derive(Clone, Debug, Default)]
 pub struct CliOptions {
@@ -43,6 +46,13 @@ pub struct CliOptions {
     pub live_progress: bool,
     /// `--max-response-body`: replaces `options.maxResponseBodySize`.
     pub max_response_body: Option<u64>,
+    /// k6's tiers around the script's `options` (see [`env::consolidate`]): the `--config`
+    /// file below it, the `K6_*` environment and the k6 flags (`-s`, `--tag`, ...) above it.
+    pub config_file: Option<serde_json::Map<String, serde_json::Value>>,
+    pub env_options: serde_json::Map<String, serde_json::Value>,
+    pub flag_options: serde_json::Map<String, serde_json::Value>,
+    /// `--no-thresholds` / `K6_NO_THRESHOLDS`: thresholds are neither evaluated nor shown.
+    pub no_thresholds: bool,
 }
 
 /// What the options resolve to.
@@ -71,6 +81,23 @@ pub struct RunSettings {
     pub hosts: HashMap<String, String>,
     pub max_redirects: Option<u32>,
     pub discard_response_bodies: bool,
+    /// `httpDebug`: log requests and responses (Some(true): with bodies).
+    pub http_debug: Option<bool>,
+    /// `throw`: a request that fails without a response throws instead of returning it.
+    pub throw: bool,
+    /// `noSetup` / `noTeardown`: skip `setup()` / `teardown()`.
+    pub no_setup: bool,
+    pub no_teardown: bool,
+    /// `blockHostnames`: lower-case patterns, exact or with a leading `*` (any prefix).
+    pub block_hostnames: Vec<String>,
+    /// `blacklistIPs`: requests to these ranges are refused before connecting.
+    pub blacklist_ips: Arc<[ipnet::IpNet]>,
+    /// `rps`: one limiter for all VUs (k6: requests per second across the test).
+    pub rps: Option<Arc<RpsLimiter>>,
+    /// `minIterationDuration`: a faster iteration sleeps out the rest.
+    pub min_iteration_duration: Option<Duration>,
+    /// `noCookiesReset`: the VU's cookie jar is kept between iterations.
+    pub no_cookies_reset: bool,
     /// `maxResponseBodySize` (Volley's): largest response body a request keeps.
     pub max_response_body: u64,
     pub no_connection_reuse: bool,
@@ -103,6 +130,15 @@ impl Default for RunSettings {
             hosts: HashMap::new(),
             max_redirects: None,
             discard_response_bodies: false,
+            http_debug: None,
+            throw: false,
+            no_setup: false,
+            no_teardown: false,
+            block_hostnames: Vec::new(),
+            blacklist_ips: Arc::new([]),
+            rps: None,
+            min_iteration_duration: None,
+            no_cookies_reset: false,
             max_response_body: DEFAULT_MAX_RESPONSE_BODY,
             no_connection_reuse: false,
             no_vu_connection_reuse: false,
@@ -120,6 +156,19 @@ impl Default for RunSettings {
 }
 
 impl RunSettings {
+    /// The `blockHostnames` pattern `host` matches, if any (k6: case-insensitive, a leading
+    /// `*` matches any prefix).
+    pub fn blocked_hostname(&self, host: &str) -> Option<&str> {
+        let host = host.to_ascii_lowercase();
+        self.block_hostnames
+            .iter()
+            .find(|p| match p.strip_prefix('*') {
+                Some(suffix) => host.ends_with(suffix),
+                None => **p == host,
+            })
+            .map(String::as_str)
+    }
+
     /// Is system tag `tag` recorded (k6's default set, or listed in `systemTags`)?
     pub fn keeps_system_tag(&self, tag: &str) -> bool {
         self.system_tags.as_ref().is_none_or(|k| k.contains(tag))
@@ -130,6 +179,31 @@ impl RunSettings {
         if let Some(keep) = &self.system_tags {
             tags.retain(|k, _| !SYSTEM_TAGS.contains(&k.as_str()) || keep.contains(k));
         }
+    }
+}
+
+/// `options.rps`: request start slots `1/rps` apart, shared by every VU of the run.
+#[derive(Debug)]
+pub struct RpsLimiter {
+    interval: Duration,
+    next: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl RpsLimiter {
+    pub fn new(rps: u64) -> RpsLimiter {
+        RpsLimiter {
+            interval: Duration::from_secs_f64(1.0 / rps as f64),
+            next: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Take the next slot: how long the caller waits before sending.
+    pub fn reserve(&self) -> Duration {
+        let now = std::time::Instant::now();
+        let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = next.map_or(now, |n| n.max(now));
+        *next = Some(slot + self.interval);
+        slot - now
     }
 }
 
@@ -259,6 +333,58 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
                 serde_json::Value::Null => {}
                 _ => return Err(format!("options.userAgent: expected a string, got {v}")),
             },
+            "httpDebug" => match v {
+                serde_json::Value::String(s) => settings.http_debug = crate::http::debug_mode(s),
+                serde_json::Value::Null => {}
+                _ => {
+                    return Err(format!(
+                        "options.httpDebug: expected \"full\" or \"headers\", got {v}"
+                    ))
+                }
+            },
+            "throw" => settings.throw = boolean(v, k)?,
+            "noSetup" => settings.no_setup = boolean(v, k)?,
+            "noCookiesReset" => settings.no_cookies_reset = boolean(v, k)?,
+            "minIterationDuration" => {
+                let d = duration(v, "minIterationDuration")?;
+                settings.min_iteration_duration = (!d.is_zero()).then_some(d);
+            }
+            "rps" => {
+                let n = count(v, "rps")?;
+                settings.rps = (n > 0).then(|| Arc::new(RpsLimiter::new(n)));
+            }
+            "blacklistIPs" => {
+                let arr = v
+                    .as_array()
+                    .ok_or("options.blacklistIPs: expected an array of CIDR ranges")?;
+                let mut nets = Vec::new();
+                for (i, n) in arr.iter().enumerate() {
+                    let n = n.as_str().ok_or(format!(
+                        "options.blacklistIPs[{i}]: expected a string such as \"10.0.0.0/8\""
+                    ))?;
+                    nets.push(
+                        ipnet::IpNet::parse(n)
+                            .map_err(|e| format!("options.blacklistIPs[{i}]: {e}"))?,
+                    );
+                }
+                settings.blacklist_ips = nets.into();
+            }
+            "blockHostnames" => {
+                let arr = v
+                    .as_array()
+                    .ok_or("options.blockHostnames: expected an array of host name patterns")?;
+                for (i, p) in arr.iter().enumerate() {
+                    let p = p
+                        .as_str()
+                        .filter(|p| !p[p.starts_with('*') as usize..].contains('*'));
+                    let p = p.ok_or(format!(
+                        "options.blockHostnames[{i}]: expected a host name, optionally with a \
+                         leading wildcard such as *.example.com"
+                    ))?;
+                    settings.block_hostnames.push(p.to_ascii_lowercase());
+                }
+            }
+            "noTeardown" => settings.no_teardown = boolean(v, k)?,
             "noConnectionReuse" => settings.no_connection_reuse = boolean(v, k)?,
             "noVUConnectionReuse" => settings.no_vu_connection_reuse = boolean(v, k)?,
             "discardResponseBodies" => settings.discard_response_bodies = boolean(v, k)?,
@@ -501,7 +627,7 @@ mod tests {
             ..Default::default()
         };
         let r = resolve(
-            &json!({"vus": 1, "stages": [{"duration": "1s", "target": 5}], "rps": 10}),
+            &json!({"vus": 1, "stages": [{"duration": "1s", "target": 5}], "dns": "ttl=5m"}),
             &cli,
         )
         .unwrap();
@@ -513,7 +639,7 @@ mod tests {
                 ..
             })
         ));
-        assert_eq!(r.ignored, vec!["rps".to_string()]);
+        assert_eq!(r.ignored, vec!["dns".to_string()]);
         assert!(resolve(&json!({"vus": 5, "iterations": 2}), &CliOptions::default()).is_err());
         assert!(resolve(&json!({"scenarios": {}}), &CliOptions::default()).is_err());
         assert!(resolve(&json!({"duration": "soon"}), &CliOptions::default()).is_err());
@@ -544,6 +670,40 @@ mod tests {
         assert!(e.contains("but is 500ms"), "{e}");
         assert!(resolve(&json!({"iterations": 3, "duration": "1s"}), &none).is_ok());
         assert!(resolve(&json!({"iterations": 0}), &none).is_err());
+    }
+
+    #[test]
+    fn rps_limiter_hands_out_slots_one_interval_apart() {
+        let l = RpsLimiter::new(10);
+        assert_eq!(l.reserve(), Duration::ZERO);
+        let (a, b) = (l.reserve(), l.reserve());
+        assert!(
+            a > Duration::from_millis(50) && a <= Duration::from_millis(100),
+            "{a:?}"
+        );
+        assert!(
+            b > Duration::from_millis(150) && b <= Duration::from_millis(200),
+            "{b:?}"
+        );
+        let r = resolve(&json!({"rps": 0}), &CliOptions::default()).unwrap();
+        assert!(r.settings.rps.is_none());
+    }
+
+    #[test]
+    fn block_hostnames_match_exactly_or_by_wildcard_suffix() {
+        let none = CliOptions::default();
+        let r = resolve(
+            &json!({"blockHostnames": ["*.Example.com", "api.test"]}),
+            &none,
+        )
+        .unwrap();
+        let s = &r.settings;
+        assert_eq!(s.blocked_hostname("a.b.EXAMPLE.com"), Some("*.example.com"));
+        assert_eq!(s.blocked_hostname("api.test"), Some("api.test"));
+        assert_eq!(s.blocked_hostname("example.com"), None);
+        assert_eq!(s.blocked_hostname("web.api.test"), None);
+        let e = resolve(&json!({"blockHostnames": ["a.*.com"]}), &none).unwrap_err();
+        assert!(e.starts_with("options.blockHostnames[0]: "), "{e}");
     }
 
     #[test]

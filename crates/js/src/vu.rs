@@ -650,7 +650,11 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
         .scenario_spec()
         .map_or("default", |s| s.exec_name())
         .to_string();
-    let (default, setup, teardown) = (func(&exec_name), func("setup"), func("teardown"));
+    // `noSetup` / `noTeardown` (k6's --no-setup / --no-teardown): as if not exported.
+    let settings = st.shared.settings();
+    let setup = func("setup").filter(|_| !settings.no_setup);
+    let teardown = func("teardown").filter(|_| !settings.no_teardown);
+    let default = func(&exec_name);
     let mut data: Option<Value<'js>> = None;
     let mut iter: u64 = 0;
     let mut outcome = Outcome::Ok;
@@ -731,7 +735,16 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
                     }
                     iter += 1;
                     let d = setup_data(ctx, st, &mut data);
+                    let began = std::time::Instant::now();
                     let r = crate::event_loop::settle(ctx, st, f.call((d,)));
+                    // k6's minIterationDuration: a faster iteration sleeps out the rest
+                    // (within the iteration, so iteration_duration includes it).
+                    let min = st.shared.settings().min_iteration_duration;
+                    if let Some(rest) = min.and_then(|m| m.checked_sub(began.elapsed())) {
+                        if !st.interrupted.get() && !rest.is_zero() {
+                            let _ = st.wait_idle(tokio::time::sleep(rest));
+                        }
+                    }
                     if let Some(msg) = crate::modules::end_iteration(st) {
                         // exec.test.abort(): stop the whole test (k6 exit code 108).
                         if r.is_err() {

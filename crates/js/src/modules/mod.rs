@@ -99,7 +99,10 @@ impl Default for VuExt {
 pub(crate) fn begin_iteration(st: &VuState) {
     let ext = &st.ext;
     ext.iter.set(ext.iter.get() + 1);
-    // k6 resets the VU's cookie jar at the start of every iteration.
+    // k6 resets the VU's cookie jar at the start of every iteration (unless noCookiesReset).
+    if st.shared.settings().no_cookies_reset {
+        return;
+    }
     if let Some(jar) = ext.jars.borrow().first() {
         jar.borrow_mut().clear();
     }
