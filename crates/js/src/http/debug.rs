@@ -14,14 +14,18 @@ pub(crate) fn mode(v: &str) -> Option<bool> {
 }
 
 fn log(st: &VuState, what: &str, text: &str) {
-    let secs = st.shared.started.elapsed().as_secs();
     let group = st.group.borrow();
-    // The head ends with its blank line; a body gets a line break of its own.
-    let nl = if text.ends_with('\n') { "" } else { "\n" };
-    eprintln!(
-        "INFO[{secs:04}] {what}:\n{text}{nl}  group={group} iter={} source=http-debug vu={}",
-        st.iteration.get(),
-        st.id
+    let (iter, vu) = (st.iteration.get().to_string(), st.id.to_string());
+    // Through the run's logger (k6 logs these at info with the message spanning lines).
+    volley_engine::log::log(
+        volley_engine::log::Level::Info,
+        &format!("{what}:\n{text}"),
+        &[
+            ("group", group.as_str()),
+            ("iter", &iter),
+            ("source", "http-debug"),
+            ("vu", &vu),
+        ],
     );
 }
 
