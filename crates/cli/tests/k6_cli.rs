@@ -293,25 +293,33 @@ fn http_debug_logs_each_request_and_response_head_and_full_adds_bodies() {
         &[],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // stderr is not a terminal: logfmt, the multi-line message escaped as k6 writes it.
     let err = stderr(&o);
     assert_eq!(
-        err.matches("] Request:\nGET /headers HTTP/1.1\n").count(),
-        1,
-        "{err}"
-    );
-    assert_eq!(
-        err.matches("] Request:\nGET /redirect/3 HTTP/1.1\n")
+        err.matches(r#"level=info msg="Request:\nGET /headers HTTP/1.1\n"#)
             .count(),
         1,
         "{err}"
     );
-    assert!(err.contains("] Response:\nHTTP/1.1 302 Found\n"), "{err}");
-    assert!(err.contains("location: /redirect/2\n"), "{err}");
+    assert_eq!(
+        err.matches(r#"level=info msg="Request:\nGET /redirect/3 HTTP/1.1\n"#)
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(
+        err.contains(r#"msg="Response:\nHTTP/1.1 302 Found\n"#),
+        "{err}"
+    );
+    assert!(err.contains(r"location: /redirect/2\n"), "{err}");
     assert_eq!(err.matches("source=http-debug vu=1").count(), 4, "{err}");
-    assert!(!err.contains("\"headers\""), "a body without full:\n{err}");
+    assert!(
+        !err.contains(r#"\"headers\""#),
+        "a body without full:\n{err}"
+    );
     let o = run_k6(&t, &["-i", "1"], &[("K6_HTTP_DEBUG", "full")]);
     assert!(
-        stderr(&o).contains("\"headers\""),
+        stderr(&o).contains(r#"\"headers\""#),
         "no body with full:\n{}",
         stderr(&o)
     );
