@@ -432,7 +432,7 @@ fn now_rfc3339() -> String {
 
 fn rfc3339(secs: i64, offset: i64) -> String {
     let local = secs + offset;
-    let (y, mo, d) = civil_from_days(local.div_euclid(86_400));
+    let (y, mo, d) = volley_metrics::time::civil_from_days(local.div_euclid(86_400));
     let sod = local.rem_euclid(86_400);
     let zone = if offset == 0 {
         "Z".to_string()
@@ -469,20 +469,6 @@ fn local_offset(secs: i64) -> i64 {
 #[cfg(not(unix))]
 fn local_offset(_secs: i64) -> i64 {
     0
-}
-
-/// Proleptic Gregorian date from days since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + (m <= 2) as i64;
-    (y, m, d)
 }
 
 #[cfg(test)]

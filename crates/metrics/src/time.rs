@@ -24,7 +24,7 @@ pub fn rfc3339_ms(ms: u64) -> String {
 }
 
 /// Proleptic Gregorian date from days since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
