@@ -477,3 +477,36 @@ fn version_and_help() {
         assert!(h.contains(f), "help lacks {f}");
     }
 }
+
+/// `docker stop` sends SIGTERM and kills 10 s later: requests a silent server never answers
+/// get the short interrupt grace, not their 30 s timeout, and the result file is written.
+#[test]
+fn sigterm_cuts_requests_a_silent_server_never_answers_within_the_grace() {
+    let _serial = exclusive();
+    let (_l, port) = silent_listener();
+    let dir = scratch("sigterm-silent");
+    let file = dir.join("run.json");
+    let url = format!("http://127.0.0.1:{port}/");
+    let child = volley()
+        .args(["http", &url, "-z", "60s", "-c", "4", "--json", "--save"])
+        .arg(&file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    let start = std::time::Instant::now();
+    let st = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = child.wait_with_output().unwrap();
+    let took = start.elapsed();
+    // The grace is 2 s; before the fix this waited for the 30 s request timeout.
+    assert!(took < Duration::from_secs(6), "SIGTERM took {took:?}");
+    assert_eq!(o.status.code(), Some(105), "stderr: {}", stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["interrupted_requests"], 4, "{j}");
+    assert!(file.exists(), "the result file is written");
+}

@@ -394,9 +394,20 @@ pub(super) fn worker(
         // Connection tasks may spawn more (open model), so wait until the live count drops to
         // zero (the last task to end wakes us), a hard stop or the deadline's cut; the slow
         // poll only serves the stops, so an idle worker costs almost no CPU.
-        let cut = w.shared.end.map(|end| end + DEADLINE_GRACE);
+        let deadline_cut = w.shared.end.map(|end| end + DEADLINE_GRACE);
         while w.live_conns.get() > 0 && !w.shared.ctl.is_hard_stopped() {
             let now = Instant::now();
+            // Ctrl-C/SIGTERM: requests in flight get script mode's short grace, not their
+            // whole timeout (`docker stop` kills 10 s after SIGTERM).
+            let interrupt_cut = w
+                .shared
+                .ctl
+                .interrupted_at()
+                .map(|t| t + crate::control::INTERRUPT_GRACE);
+            let cut = match (deadline_cut, interrupt_cut) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             if cut.is_some_and(|c| now >= c) {
                 break;
             }
