@@ -202,7 +202,7 @@ impl Prepared {
             }
             let h = HttpHandles::resolve(&mut st.rec.borrow_mut(), &t);
             // Overflowed tag sets are not remembered: they would fill the cache for nothing.
-            if !st.rec.borrow().is_overflow(h.reqs) {
+            if !h.any_overflow(&st.rec.borrow()) {
                 if c.handles.len() >= HANDLES_MAX {
                     c.handles.clear();
                 }
@@ -212,7 +212,7 @@ impl Prepared {
         });
         // Raw outputs need the full tags only when the series' key differs from them.
         let raw = full
-            .filter(|_| !keyed_by_url || st.rec.borrow().is_overflow(h.reqs))
+            .filter(|_| !keyed_by_url || h.any_overflow(&st.rec.borrow()))
             .map(Arc::new);
         if cacheable {
             if self.series.len() >= SERIES_MAX {
@@ -288,6 +288,26 @@ struct HttpHandles {
 }
 
 impl HttpHandles {
+    /// Whether any of the metrics folded this tag set: each metric has its own guard count,
+    /// and workers resolving at once can fold one metric of a request but not another.
+    fn any_overflow(&self, rec: &Recorder) -> bool {
+        [
+            self.reqs,
+            self.duration,
+            self.blocked,
+            self.connecting,
+            self.tls,
+            self.sending,
+            self.waiting,
+            self.receiving,
+            self.failed,
+            self.sent,
+            self.received,
+        ]
+        .into_iter()
+        .any(|h| rec.is_overflow(h))
+    }
+
     fn resolve(rec: &mut Recorder, tags: &TagSet) -> HttpHandles {
         let mut h = |name: &str, kind, unit| {
             rec.handle(
