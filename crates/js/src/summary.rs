@@ -10,7 +10,7 @@
 //! checks per group, sorted by name; k6 v1's `compact`/`full` layouts are in
 //! [`crate::summary_v1`], which lists checks in first-seen order (`options.check_order`).
 
-use crate::summary_fmt::{humanize, num, pct};
+use crate::summary_fmt::{humanize, pct};
 use std::collections::BTreeMap;
 use volley_metrics::agg::TrendAgg;
 use volley_metrics::text::escape_control as esc;
@@ -379,49 +379,14 @@ impl Summary {
             .max()
             .unwrap_or(0);
         let stats = &self.options.trend_stats;
-        let unit = self.options.time_unit.as_str();
         // Formatted values, so columns can be aligned as k6 aligns them.
-        enum Row {
-            Trend(Vec<String>),
-            Other(String, Vec<String>),
-        }
+        use crate::summary_v1::Cells as Row;
         let mut rows = Vec::new();
         for k in &names {
             let m = &self.metrics[*k];
-            let fmt = |v: f64| humanize(v, m.unit, unit);
-            let row = match &m.agg {
-                Agg::Trend(t) => Row::Trend(
-                    stats
-                        .iter()
-                        .map(|s| {
-                            let v = Self::trend_value(t, s);
-                            if s == "count" {
-                                num(v)
-                            } else {
-                                fmt(v)
-                            }
-                        })
-                        .collect(),
-                ),
-                Agg::Counter { sum, .. } => {
-                    Row::Other(fmt(*sum), vec![format!("{}/s", fmt(self.rate_of(*sum)))])
-                }
-                Agg::Rate { trues, total } => Row::Other(
-                    pct(*trues, *total),
-                    vec![format!("✓ {trues}"), format!("✗ {}", total - trues)],
-                ),
-                Agg::Gauge { last, min, max, n } => {
-                    let (l, mi, ma) = if *n == 0 {
-                        (0.0, 0.0, 0.0)
-                    } else {
-                        (*last, *min, *max)
-                    };
-                    Row::Other(
-                        fmt(l),
-                        vec![format!("min={}", fmt(mi)), format!("max={}", fmt(ma))],
-                    )
-                }
-            };
+            let row = self.value_cells(m.unit, &m.agg, |trues, total| {
+                vec![format!("✓ {trues}"), format!("✗ {}", total - trues)]
+            });
             rows.push(row);
         }
         let w = |s: &String| s.chars().count();

@@ -37,7 +37,7 @@ impl SummaryMode {
 }
 
 /// One metric line's values, formatted.
-enum Cells {
+pub(crate) enum Cells {
     Trend(Vec<String>),
     Other(String, Vec<String>),
 }
@@ -439,6 +439,19 @@ impl Summary {
     }
 
     fn cells(&self, unit: Unit, agg: &Agg) -> Cells {
+        self.value_cells(unit, agg, |trues, total| {
+            vec![format!("{trues} out of {total}")]
+        })
+    }
+
+    /// A metric's formatted values (trend stats, or a value and its extras), for both the
+    /// v1 and the legacy layout; `rate` gives a rate's extras (the layouts differ there).
+    pub(crate) fn value_cells(
+        &self,
+        unit: Unit,
+        agg: &Agg,
+        rate: impl Fn(u64, u64) -> Vec<String>,
+    ) -> Cells {
         let tu = self.options.time_unit.as_str();
         let fmt = |v: f64| humanize(v, unit, tu);
         match agg {
@@ -459,9 +472,7 @@ impl Summary {
             Agg::Counter { sum, .. } => {
                 Cells::Other(fmt(*sum), vec![format!("{}/s", fmt(self.rate_of(*sum)))])
             }
-            Agg::Rate { trues, total } => {
-                Cells::Other(pct(*trues, *total), vec![format!("{trues} out of {total}")])
-            }
+            Agg::Rate { trues, total } => Cells::Other(pct(*trues, *total), rate(*trues, *total)),
             Agg::Gauge { last, min, max, n } => {
                 let (l, mi, ma) = if *n == 0 {
                     (0.0, 0.0, 0.0)
