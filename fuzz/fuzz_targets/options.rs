@@ -5,7 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use volley_js::{options, thresholds, CliOptions};
+use volley_js::{options, CliOptions};
+use volley_run::thresholds;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(v) = serde_json::from_slice::<serde_json::Value>(data) else {
@@ -26,10 +27,10 @@ fuzz_target!(|data: &[u8]| {
         let _ = sc.max_end();
         let _ = sc.describe();
     }
-    let _ = volley_js::progress::header("script.js", &r.scenarios);
+    let _ = volley_run::progress::header("script.js", &r.scenarios);
     if let Some(t) = &r.thresholds {
         let _ = thresholds::parse(t, |name| {
-            volley_js::BUILTIN_METRICS
+            volley_metrics::names::BUILTIN
                 .iter()
                 .find(|(n, _)| *n == name)
                 .map(|(_, k)| *k)

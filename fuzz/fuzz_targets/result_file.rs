@@ -46,7 +46,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = serde_json::to_string(&m).unwrap();
     }
     if r.meta.mode == "run" {
-        if let Ok(s) = volley_js::Summary::from_result(&r) {
+        if let Ok(s) = volley_run::Summary::from_result(&r) {
             let _ = s.render_text();
         }
     } else if let Ok(s) = volley_engine::QuickSummary::from_result(&r) {

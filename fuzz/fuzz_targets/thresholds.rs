@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use volley_js::thresholds::{self, Op, Stat};
+use volley_run::thresholds::{self, Op, Stat};
 use volley_monitor::drift::{Aggregate, Field, Op as DOp};
 use volley_monitor::Check;
 
@@ -55,7 +55,7 @@ fn check_str(c: &Check) -> String {
 }
 
 fn kind_of(name: &str) -> Option<volley_metrics::MetricKind> {
-    volley_js::BUILTIN_METRICS
+    volley_metrics::names::BUILTIN
         .iter()
         .find(|(n, _)| *n == name)
         .map(|(_, k)| *k)

@@ -47,7 +47,7 @@ pub fn run(a: DemoArgs) -> i32 {
     if let Err(e) = std::fs::create_dir_all(&dir) {
         return exit::fail(&format!("cannot create {}: {e}", dir.display()));
     }
-    let target = match volley_target::spawn(volley_target::TargetConfig {
+    let target = match volley_testserver::spawn(volley_testserver::TargetConfig {
         listen: "127.0.0.1:0".parse().expect("static address"),
         threads: 1,
         tls: None,

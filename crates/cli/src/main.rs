@@ -69,7 +69,7 @@ fn main() {
 fn target_cmd(a: args::TargetArgs) -> i32 {
     let tls = match (&a.tls_cert, &a.tls_key) {
         (Some(c), Some(k)) => match (std::fs::read(c), std::fs::read(k)) {
-            (Ok(cert_chain_pem), Ok(key_pem)) => Some(volley_target::TlsIdentity {
+            (Ok(cert_chain_pem), Ok(key_pem)) => Some(volley_testserver::TlsIdentity {
                 cert_chain_pem,
                 key_pem,
             }),
@@ -79,14 +79,14 @@ fn target_cmd(a: args::TargetArgs) -> i32 {
         (None, None) => None,
         _ => return exit::usage("--tls-cert and --tls-key go together"),
     };
-    let cfg = volley_target::TargetConfig {
+    let cfg = volley_testserver::TargetConfig {
         listen: a.listen,
         threads: a.threads.max(1),
         tls,
         delay_all: a.delay.map(std::time::Duration::from_millis),
     };
     let scheme = if cfg.tls.is_some() { "https" } else { "http" };
-    match volley_target::run_blocking(cfg, |addr| {
+    match volley_testserver::run_blocking(cfg, |addr| {
         outln!("volley target listening on {scheme}://{addr}");
     }) {
         Ok(()) => exit::OK,
@@ -100,7 +100,7 @@ fn summary_cmd(a: args::SummaryArgs) -> i32 {
         Err(e) => return exit::fail(&e),
     };
     if r.meta.mode == "run" {
-        return match volley_js::Summary::from_result(&r) {
+        return match volley_run::Summary::from_result(&r) {
             Ok(s) if a.json => {
                 outln!(
                     "{}",

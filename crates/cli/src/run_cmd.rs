@@ -5,7 +5,8 @@ use crate::args::RunArgs;
 use crate::{exit, signals};
 use std::io::IsTerminal;
 use volley_engine::{log, RunControl};
-use volley_js::{CliOptions, RunError, Summary, SummaryMode};
+use volley_js::{CliOptions, RunError};
+use volley_run::{Summary, SummaryMode};
 
 /// k6: some thresholds failed.
 pub const THRESHOLDS_FAILED: i32 = 99;
@@ -144,7 +145,7 @@ pub fn run(mut a: RunArgs) -> i32 {
     for n in &k6.notes {
         eprintln!("{n}");
     }
-    let (out_json, outputs) = match volley_js::outputs::OutSpec::parse_all(&a.out) {
+    let (out_json, outputs) = match volley_run::outputs::OutSpec::parse_all(&a.out) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("volley: error: invalid options: {e}");
@@ -179,7 +180,7 @@ pub fn run(mut a: RunArgs) -> i32 {
     .filter_map(|(f, p)| Some((f, p.as_deref()?)))
     .collect();
     for o in &outputs {
-        if let volley_js::outputs::OutSpec::Csv(p) | volley_js::outputs::OutSpec::Junit(p) = o {
+        if let volley_run::outputs::OutSpec::Csv(p) | volley_run::outputs::OutSpec::Junit(p) = o {
             files.push(("--out", p));
         }
     }

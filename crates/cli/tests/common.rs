@@ -36,15 +36,15 @@ pub fn json(o: &Output) -> serde_json::Value {
     })
 }
 
-pub fn target() -> volley_target::RunningTarget {
+pub fn target() -> volley_testserver::RunningTarget {
     target_with(None, None)
 }
 
 pub fn target_with(
-    tls: Option<volley_target::TlsIdentity>,
+    tls: Option<volley_testserver::TlsIdentity>,
     delay: Option<Duration>,
-) -> volley_target::RunningTarget {
-    volley_target::spawn(volley_target::TargetConfig {
+) -> volley_testserver::RunningTarget {
+    volley_testserver::spawn(volley_testserver::TargetConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         threads: 1,
         tls,

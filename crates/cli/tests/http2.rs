@@ -51,7 +51,7 @@ fn h2_over_tls_negotiates_with_alpn() {
     let _serial = exclusive();
     let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
     let t = target_with(
-        Some(volley_target::TlsIdentity {
+        Some(volley_testserver::TlsIdentity {
             cert_chain_pem: ck.cert.pem().into_bytes(),
             key_pem: ck.signing_key.serialize_pem().into_bytes(),
         }),

@@ -16,7 +16,7 @@ fn script() -> String {
 }
 
 /// `volley run tests/k6/k6_cli.js -q -e BASE=... ARGS` with `envs` set.
-fn run_k6(t: &volley_target::RunningTarget, args: &[&str], envs: &[(&str, &str)]) -> Output {
+fn run_k6(t: &volley_testserver::RunningTarget, args: &[&str], envs: &[(&str, &str)]) -> Output {
     let base = format!("BASE=http://{}", t.local_addr());
     let mut c = volley();
     c.args(["run", &script(), "-q", "-e", &base]).args(args);

@@ -7,7 +7,12 @@ use common::*;
 use std::path::Path;
 
 /// `volley ARGS` must fail before the load: exit 1, the flag and path named, no request sent.
-fn refused_before_the_run(t: &volley_target::RunningTarget, args: &[&str], flag: &str, path: &str) {
+fn refused_before_the_run(
+    t: &volley_testserver::RunningTarget,
+    args: &[&str],
+    flag: &str,
+    path: &str,
+) {
     let o = run(args);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");

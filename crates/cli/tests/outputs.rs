@@ -328,7 +328,7 @@ fn influxdb_line_protocol_reaches_the_write_endpoint() {
         assert!(headers.contains("content-type: text/plain"), "{headers}");
         for l in String::from_utf8(body.clone()).unwrap().lines() {
             let (m, tags, fields, ts) =
-                volley_js::outputs::influx::parse::line(l).unwrap_or_else(|e| panic!("{e}"));
+                volley_run::outputs::influx::parse::line(l).unwrap_or_else(|e| panic!("{e}"));
             lines += 1;
             assert!(ts > 1_600_000_000_000_000_000, "ns timestamps: {l}");
             if m == "http_reqs" {
@@ -336,7 +336,7 @@ fn influxdb_line_protocol_reaches_the_write_endpoint() {
                 let url = tags.get("url").unwrap();
                 assert!(url.ends_with("/?q=a,b"), "escaped comma round-trips: {l}");
                 match fields.get("value") {
-                    Some(volley_js::outputs::influx::parse::Field::Float(v)) => http_reqs += v,
+                    Some(volley_run::outputs::influx::parse::Field::Float(v)) => http_reqs += v,
                     f => panic!("{f:?} in {l}"),
                 }
             }
@@ -353,8 +353,8 @@ fn influxdb_line_protocol_reaches_the_write_endpoint() {
     assert_eq!(http_reqs, r.counter_sum("http_reqs"));
 }
 
-fn prom_series(body: &[u8]) -> Vec<volley_js::outputs::prom::TimeSeries> {
-    volley_js::outputs::prom::decode::write_request(body).unwrap_or_else(|e| panic!("{e}"))
+fn prom_series(body: &[u8]) -> Vec<volley_run::outputs::prom::TimeSeries> {
+    volley_run::outputs::prom::decode::write_request(body).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]

@@ -102,7 +102,7 @@ fn exception_in_setup_exits_107() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn base(t: &volley_target::RunningTarget) -> String {
+fn base(t: &volley_testserver::RunningTarget) -> String {
     format!("BASE=http://{}", t.local_addr())
 }
 

@@ -19,9 +19,9 @@ fn self_signed() -> Pki {
     }
 }
 
-fn tls_target(p: &Pki) -> volley_target::RunningTarget {
+fn tls_target(p: &Pki) -> volley_testserver::RunningTarget {
     target_with(
-        Some(volley_target::TlsIdentity {
+        Some(volley_testserver::TlsIdentity {
             cert_chain_pem: p.cert_pem.clone().into_bytes(),
             key_pem: p.key_pem.clone().into_bytes(),
         }),

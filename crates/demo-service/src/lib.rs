@@ -5,7 +5,7 @@
 //! suites and end-to-end tests have something worth measuring. The full API is in
 //! `docs/demo-service.md`.
 //!
-//! It runs like the built-in target (`volley-target`): a hyper 1 server (HTTP/1.1 and h2c on
+//! It runs like the built-in target (`volley-testserver`): a hyper 1 server (HTTP/1.1 and h2c on
 //! one port) on a dedicated tokio runtime, started with [`spawn`] (background thread, for
 //! tests and the tour) or [`run_blocking`] (foreground, for `volley demo serve`).
 //!
@@ -60,7 +60,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
-use volley_target::harness::{self, Background};
+use volley_testserver::harness::{self, Background};
 
 pub use error::ApiError;
 

@@ -74,7 +74,7 @@ impl App {
 }
 
 pub(crate) async fn serve(listener: TcpListener, app: Arc<App>, stop: impl Future<Output = ()>) {
-    volley_target::harness::accept_until(listener, stop, |tcp| {
+    volley_testserver::harness::accept_until(listener, stop, |tcp| {
         let app = app.clone();
         tokio::spawn(async move {
             let service = AppService { app: app.clone() };

@@ -26,15 +26,7 @@
 //! - [`options`]: `options.scenarios` or k6's shortcut options (`vus`, `duration`,
 //!   `iterations`, `stages`) and CLI overrides → the engine's
 //!   [`Scenario`](volley_engine::executor::Scenario)s.
-//! - [`progress`]: k6's execution header and one progress line per scenario.
-//! - [`summary`]: k6's end-of-test text summary, `handleSummary`'s data and
-//!   `--summary-export` JSON, from a result file.
-//! - [`thresholds`]: k6's threshold grammar, evaluated once per second (`abortOnFail`) and at
-//!   the end (the verdict, exit code 99).
 //! - [`handle_summary`]: calling the script's `handleSummary(data)` and writing its outputs.
-//! - [`out_json`]: `--out json=FILE`, k6's NDJSON of every sample, streamed per worker.
-//! - [`outputs`]: the other `--out`s: CSV (per sample), InfluxDB and Prometheus remote write
-//!   (per-second aggregates), JUnit (at the end).
 
 mod check;
 pub(crate) mod event_loop;
@@ -42,21 +34,12 @@ pub mod handle_summary;
 pub mod http;
 pub(crate) mod modules;
 pub mod options;
-pub mod out_json;
-pub mod outputs;
-pub mod progress;
 mod rt;
 pub mod script;
-pub mod summary;
-mod summary_fmt;
-mod summary_v1;
-pub mod thresholds;
 pub mod vu;
 
 pub use options::CliOptions;
 pub use script::{Script, ScriptError};
-pub use summary::Summary;
-pub use summary_v1::SummaryMode;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -66,30 +49,7 @@ use std::time::Duration;
 use volley_engine::vus::{run_vus_with, VuPlan};
 use volley_engine::RunControl;
 use volley_metrics::{time, MetricKind, RunMeta, RunResult, TagSet};
-
-/// k6's built-in metrics and their kinds (custom metrics may not reuse a name with another kind).
-pub const BUILTIN_METRICS: &[(&str, MetricKind)] = &[
-    ("http_reqs", MetricKind::Counter),
-    ("http_req_duration", MetricKind::Trend),
-    ("http_req_blocked", MetricKind::Trend),
-    ("http_req_connecting", MetricKind::Trend),
-    ("http_req_tls_handshaking", MetricKind::Trend),
-    ("http_req_sending", MetricKind::Trend),
-    ("http_req_waiting", MetricKind::Trend),
-    ("http_req_receiving", MetricKind::Trend),
-    ("http_req_failed", MetricKind::Rate),
-    ("iterations", MetricKind::Counter),
-    ("iteration_duration", MetricKind::Trend),
-    ("dropped_iterations", MetricKind::Counter),
-    // Volley's own: arrival-rate iterations timed from when they were due.
-    ("iteration_duration_corrected", MetricKind::Trend),
-    ("vus", MetricKind::Gauge),
-    ("vus_max", MetricKind::Gauge),
-    ("checks", MetricKind::Rate),
-    ("group_duration", MetricKind::Trend),
-    ("data_sent", MetricKind::Counter),
-    ("data_received", MetricKind::Counter),
-];
+use volley_run::{out_json, outputs, progress, thresholds, Summary};
 
 /// Why a run could not start or finish (each maps to one of k6's exit codes).
 #[derive(Debug)]
@@ -271,10 +231,7 @@ pub fn run(
         Some(v) => {
             let custom = script.shared.metrics.lock().unwrap().clone();
             thresholds::parse(v, |name| {
-                BUILTIN_METRICS
-                    .iter()
-                    .find(|(n, _)| *n == name)
-                    .map(|(_, k)| *k)
+                volley_metrics::names::builtin_kind(name)
                     .or_else(|| custom.get(name).map(|(k, _)| *k))
                     // `--monitor`'s gauges (checked against the plan below).
                     .or_else(|| name.starts_with("monitor_").then_some(MetricKind::Gauge))

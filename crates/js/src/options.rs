@@ -28,7 +28,7 @@ pub struct CliOptions {
     /// `--out json=FILE`: k6's NDJSON of every sample.
     pub out_json: Option<std::path::PathBuf>,
     /// The other `--out`s (csv, junit, influxdb, prometheus).
-    pub outputs: Vec<crate::outputs::OutSpec>,
+    pub outputs: Vec<volley_run::outputs::OutSpec>,
     /// `--monitor`: targets sampled on the run's timeline (`monitor_*` gauges).
     pub monitor: volley_engine::MonitorPlan,
     /// `--max-series N`: replaces `options.maxSeriesPerMetric`.
@@ -108,9 +108,9 @@ pub struct RunSettings {
     pub batch: u64,
     pub batch_per_host: u64,
     /// `--out json`: where every sample goes.
-    pub json_out: Option<Arc<crate::out_json::JsonOut>>,
+    pub json_out: Option<Arc<volley_run::out_json::JsonOut>>,
     /// `--out csv`: k6's CSV of every sample.
-    pub csv_out: Option<Arc<crate::outputs::csv::CsvOut>>,
+    pub csv_out: Option<Arc<volley_run::outputs::csv::CsvOut>>,
     /// `maxSeriesPerMetric` / `--max-series`: tag sets a metric keeps before new ones fold
     /// into its overflow series (see [`volley_metrics::guard`]).
     pub max_series: usize,
@@ -427,7 +427,10 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
                     "options.summaryTrendStats: expected an array such as [\"avg\", \"p(95)\"]",
                 )?;
                 for (i, s) in arr.iter().enumerate() {
-                    if !s.as_str().is_some_and(crate::summary::valid_trend_stat) {
+                    if !s
+                        .as_str()
+                        .is_some_and(volley_run::summary::valid_trend_stat)
+                    {
                         return Err(format!(
                             "options.summaryTrendStats[{i}]: {s} is not a trend stat (expected \
                              avg, min, med, max, count or p(N) with N in 0..100)"

@@ -573,7 +573,10 @@ impl VuFactory for JsFactory {
         // --out json / csv: every sample also goes to the per-sample outputs.
         let mut rec = env.recorder.borrow_mut();
         if !rec.has_sink() {
-            if let Some(sink) = crate::outputs::sample_sink(self.shared.settings()) {
+            if let Some(sink) = volley_run::outputs::sample_sink(
+                self.shared.settings().json_out.as_ref(),
+                self.shared.settings().csv_out.as_ref(),
+            ) {
                 rec.set_sink(sink);
             }
         }

@@ -8,7 +8,7 @@ use common::*;
 use volley_js::RunOutput;
 use volley_metrics::TotalValue;
 
-fn run(name: &str, t: &volley_target::RunningTarget) -> RunOutput {
+fn run(name: &str, t: &volley_testserver::RunningTarget) -> RunOutput {
     run_script(name, t, &[]).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
@@ -66,7 +66,7 @@ fn timers_run_in_deadline_order_and_the_iteration_waits_for_them() {
     assert_eq!(n, 2);
     assert!(min >= 85.0, "iteration_duration min {min} ms");
     // handleSummary is async and waits on a timer too.
-    let summary = volley_js::Summary::from_result(r).unwrap();
+    let summary = volley_run::Summary::from_result(r).unwrap();
     let outs = out
         .handle_summary(&summary, false, false)
         .expect("handleSummary runs")

@@ -11,7 +11,7 @@ use volley_metrics::TotalValue;
 
 fn run_with(
     name: &str,
-    t: &volley_target::RunningTarget,
+    t: &volley_testserver::RunningTarget,
     extra: &[(&str, &str)],
     cli: CliOptions,
 ) -> Result<RunOutput, RunError> {
@@ -23,7 +23,7 @@ fn run_with(
     volley_js::run(&script(name), env, &cli, 2, vec![], &RunControl::new())
 }
 
-fn run(name: &str, t: &volley_target::RunningTarget) -> RunOutput {
+fn run(name: &str, t: &volley_testserver::RunningTarget) -> RunOutput {
     run_with(name, t, &[], CliOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
@@ -62,7 +62,7 @@ fn checks_are_counted_per_name_and_requests_match_the_server() {
         "bytes received are counted on the wire"
     );
     // The summary export has k6's shape.
-    let s = volley_js::Summary::from_result(r).unwrap();
+    let s = volley_run::Summary::from_result(r).unwrap();
     let e = s.export();
     assert_eq!(e["metrics"]["http_reqs"]["count"], 20.0);
     assert_eq!(e["metrics"]["checks"]["passes"], 20);

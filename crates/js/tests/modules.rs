@@ -11,7 +11,7 @@ use volley_engine::RunControl;
 use volley_js::{CliOptions, RunOutput};
 use volley_metrics::{RunResult, TotalValue};
 
-fn run(name: &str, t: &volley_target::RunningTarget) -> RunOutput {
+fn run(name: &str, t: &volley_testserver::RunningTarget) -> RunOutput {
     let mut env = BTreeMap::new();
     env.insert("BASE".to_string(), format!("http://{}", t.local_addr()));
     volley_js::run(

@@ -9,7 +9,7 @@ use common::*;
 use volley_js::{RunError, RunOutput};
 use volley_metrics::TotalValue;
 
-fn run(name: &str, t: &volley_target::RunningTarget) -> RunOutput {
+fn run(name: &str, t: &volley_testserver::RunningTarget) -> RunOutput {
     run_script(name, t, &[]).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 

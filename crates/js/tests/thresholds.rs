@@ -4,7 +4,8 @@
 mod common;
 use common::*;
 
-use volley_js::{RunError, Summary};
+use volley_js::RunError;
+use volley_run::Summary;
 
 use common::run_script as run;
 

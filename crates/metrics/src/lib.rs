@@ -23,6 +23,7 @@
 //! - [`result`]: the run result file (serde), reading with validation and size limits (the
 //!   one reader every command uses), writing and exact merging.
 //! - [`output`]: the pre-run check that an output file can be written.
+//! - [`names`]: k6's built-in metric names as constants, with their kinds.
 //! - [`text`]: control characters escaped in names shown on a terminal.
 //! - [`time`]: RFC 3339 timestamps without a date-time dependency.
 
@@ -31,6 +32,7 @@ pub mod aggregate;
 pub mod guard;
 pub mod hist;
 pub mod hist_check;
+pub mod names;
 pub mod output;
 pub mod recorder;
 pub mod result;

@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicUsize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::task::LocalSet;
-use volley_target::{RunningTarget, TargetConfig, TlsIdentity};
+use volley_testserver::{RunningTarget, TargetConfig, TlsIdentity};
 
 use super::*;
 use crate::tls::{tls_config, TlsOptions};
@@ -24,7 +24,7 @@ fn run_local<F: Future<Output = ()>>(f: F) {
 }
 
 fn target_server(tls: Option<TlsIdentity>) -> RunningTarget {
-    volley_target::spawn(TargetConfig {
+    volley_testserver::spawn(TargetConfig {
         tls,
         ..TargetConfig::default()
     })

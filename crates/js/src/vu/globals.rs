@@ -156,7 +156,10 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
                     } else {
                         Unit::Default
                     };
-                    if let Some(builtin) = crate::BUILTIN_METRICS.iter().find(|(n, _)| *n == name) {
+                    if let Some(builtin) = volley_metrics::names::BUILTIN
+                        .iter()
+                        .find(|(n, _)| *n == name)
+                    {
                         if builtin.1 != kind {
                             return Err(throw(
                                 &ctx,

@@ -11,8 +11,8 @@ pub fn script(name: &str) -> PathBuf {
         .join(name)
 }
 
-pub fn target() -> volley_target::RunningTarget {
-    volley_target::spawn(volley_target::TargetConfig {
+pub fn target() -> volley_testserver::RunningTarget {
+    volley_testserver::spawn(volley_testserver::TargetConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         threads: 1,
         tls: None,
@@ -24,7 +24,7 @@ pub fn target() -> volley_target::RunningTarget {
 /// Run `tests/k6/NAME` against `t` (`BASE` in `__ENV`, plus `extra`), 2 threads.
 pub fn run_script(
     name: &str,
-    t: &volley_target::RunningTarget,
+    t: &volley_testserver::RunningTarget,
     extra: &[(&str, &str)],
 ) -> Result<volley_js::RunOutput, volley_js::RunError> {
     let mut env = std::collections::BTreeMap::new();

@@ -152,7 +152,7 @@ fn property_random_threshold_text_never_panics() {
         let _ = volley_monitor::Check::parse(&s);
         let opts = serde_json::json!({ s.clone(): [s.clone()], "http_req_duration": [s.clone()] });
         let _ = parse(&opts, |n| {
-            crate::BUILTIN_METRICS
+            volley_metrics::names::BUILTIN
                 .iter()
                 .find(|(m, _)| *m == n)
                 .map(|(_, k)| *k)

@@ -704,7 +704,7 @@ pub(crate) fn kind_name(k: MetricKind) -> &'static str {
 
 /// MD5 as lowercase hex: k6 names groups and checks by the MD5 of their path.
 pub(crate) fn md5_hex(input: &[u8]) -> String {
-    crate::modules::crypto::md5(input)
+    crate::md5::md5(input)
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()

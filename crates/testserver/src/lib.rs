@@ -1,4 +1,4 @@
-//! volley-target: Volley's built-in HTTP server (`volley target`), a fast, deterministic,
+//! volley-testserver: Volley's built-in HTTP server (`volley target`), a fast, deterministic,
 //! httpbin-like target for Volley's own tests, examples and benchmarks.
 //!
 //! It speaks HTTP/1.1 (keep-alive, pipelining) and HTTP/2 on the same port — h2c with prior
@@ -39,7 +39,7 @@
 //! | `/bearer` | 200 `{"authenticated": true, "token": T}` for `Authorization: Bearer T`, else 401 with `WWW-Authenticate: Bearer` |
 //! | `/upload` | POST/PUT (else 405): reads the body frame by frame without buffering, 200 `{"bytes": N}` |
 //! | `/stats` | 200 `{"requests", "bytes_received", "bytes_sent", "connections"}` (numbers) |
-//! | `/metrics` | Prometheus text: `volley_target_{requests,bytes_received,bytes_sent,connections}_total` |
+//! | `/metrics` | Prometheus text: `volley_testserver_{requests,bytes_received,bytes_sent,connections}_total` |
 //! | anything else | 404 `{"error": "not found", "path": PATH}` |
 //!
 //! [`TargetConfig::delay_all`] delays every endpoint except `/stats` and `/metrics`.
@@ -203,7 +203,7 @@ fn url(addr: SocketAddr, tls: bool) -> String {
 fn prepare(config: &TargetConfig) -> io::Result<(Runtime, TcpListener, Arc<Shared>)> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.threads.max(1))
-        .thread_name("volley-target")
+        .thread_name("volley-testserver")
         .enable_io()
         .enable_time()
         .build()?;
@@ -219,7 +219,7 @@ pub fn spawn(config: TargetConfig) -> io::Result<RunningTarget> {
     let (runtime, listener, shared) = prepare(&config)?;
     let addr = listener.local_addr()?;
     let counters = shared.counters.clone();
-    let server = harness::spawn_background("volley-target-accept", runtime, move |stop| {
+    let server = harness::spawn_background("volley-testserver-accept", runtime, move |stop| {
         server::serve(listener, shared, stop)
     })?;
     Ok(RunningTarget {

@@ -501,7 +501,7 @@ mod tests {
     use serde_json::json;
 
     fn kind(n: &str) -> Option<MetricKind> {
-        crate::BUILTIN_METRICS
+        volley_metrics::names::BUILTIN
             .iter()
             .find(|(m, _)| *m == n)
             .map(|(_, k)| *k)

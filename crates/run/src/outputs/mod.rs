@@ -109,12 +109,15 @@ fn unknown(s: &str) -> String {
 }
 
 /// The sink a worker's recorder gets: every per-sample output the run has, or none.
-pub fn sample_sink(settings: &crate::options::RunSettings) -> Option<Box<dyn SampleSink>> {
+pub fn sample_sink(
+    json: Option<&Arc<crate::out_json::JsonOut>>,
+    csv: Option<&Arc<csv::CsvOut>>,
+) -> Option<Box<dyn SampleSink>> {
     let mut sinks: Vec<Box<dyn SampleSink>> = Vec::new();
-    if let Some(j) = &settings.json_out {
+    if let Some(j) = json {
         sinks.push(j.sink());
     }
-    if let Some(c) = &settings.csv_out {
+    if let Some(c) = csv {
         sinks.push(c.sink());
     }
     match sinks.len() {
@@ -155,9 +158,9 @@ pub trait Aggregated: Send {
     fn take_batch(&mut self) -> Option<Vec<u8>>;
 }
 
-/// The outputs of one run other than `json=`, driven by [`crate::run`].
+/// The outputs of one run other than `json=`, driven by the run.
 pub struct Outputs {
-    /// For [`crate::options::RunSettings::csv_out`].
+    /// The per-sample CSV writer, for [`sample_sink`].
     pub csv: Option<Arc<csv::CsvOut>>,
     junit: Option<PathBuf>,
     pushers: Vec<(Box<dyn Aggregated>, post::Sender)>,

@@ -1,0 +1,30 @@
+//! volley-run: the run layer every kind of run goes through, free of JavaScript.
+//!
+//! A run is a plan (scenarios and their executors), a body factory (script VUs, quick mode's
+//! fixed request), thresholds, output sinks and monitors; the engine schedules it and this
+//! crate turns it into a finished [`volley_metrics::RunResult`] and a verdict.
+//!
+//! # Layout
+//!
+//! - [`thresholds`]: k6's threshold grammar (`METRIC{tags}: EXPR`, `abortOnFail`, drift
+//!   checks), evaluated once per second (`abortOnFail`) and at the end (the verdict).
+//! - [`out_json`]: `--out json=FILE`, k6's NDJSON of every sample, streamed per worker.
+//! - [`outputs`]: the other `--out`s: CSV (per sample), InfluxDB and Prometheus remote write
+//!   (per-second aggregates), JUnit (at the end).
+//! - [`summary`]: k6's end-of-test text summary (legacy layout), `handleSummary`'s data and
+//!   `--summary-export` JSON, from a result file; `summary_v1`: k6 v1's compact/full layout;
+//!   `summary_fmt`: the number formats both share.
+//! - [`progress`]: k6's execution header and one progress line per scenario.
+//! - [`md5`]: k6 names groups and checks by the MD5 of their path.
+
+pub mod md5;
+pub mod out_json;
+pub mod outputs;
+pub mod progress;
+pub mod summary;
+mod summary_fmt;
+mod summary_v1;
+pub mod thresholds;
+
+pub use summary::Summary;
+pub use summary_v1::SummaryMode;
