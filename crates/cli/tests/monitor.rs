@@ -284,7 +284,7 @@ fn http_monitor_puts_target_gauges_into_the_result_files_series() {
         "--monitor",
         &format!("api=pid:{}", srv.pid()),
         "--monitor",
-        &format!("prom=url:{url}/metrics#volley_testserver_requests_total"),
+        &format!("prom=url:{url}/metrics#volley_target_requests_total"),
         "--save",
         save.to_str().unwrap(),
         "--threshold",
@@ -315,7 +315,7 @@ fn http_monitor_puts_target_gauges_into_the_result_files_series() {
     // The scraped counter grows with the load, on the same timeline.
     let prom: volley_metrics::TagSet = [("target".to_string(), "prom".to_string())].into();
     match &r
-        .metric("monitor_volley_testserver_requests_total", &prom)
+        .metric("monitor_volley_target_requests_total", &prom)
         .expect("scraped series")
         .value
     {
@@ -346,10 +346,10 @@ fn scraping_the_built_in_target_writes_its_series_to_csv() {
     let rows = csv_rows(&csv);
     assert!(!rows.is_empty());
     assert!(
-        rows[0].contains_key("volley_testserver_requests_total"),
+        rows[0].contains_key("volley_target_requests_total"),
         "{rows:?}"
     );
-    assert!(stdout(&o).contains("volley_testserver_requests_total="));
+    assert!(stdout(&o).contains("volley_target_requests_total="));
 }
 
 #[test]

@@ -377,12 +377,12 @@ neg -1.5e-3
         let reqs = e
             .samples
             .iter()
-            .find(|s| s.name == "volley_testserver_requests_total")
+            .find(|s| s.name == "volley_target_requests_total")
             .expect("requests counter exposed");
         assert!(reqs.value >= 0.0);
         assert!(e
             .types
-            .contains(&("volley_testserver_requests_total".into(), "counter".into())));
+            .contains(&("volley_target_requests_total".into(), "counter".into())));
         let err = fetch(&format!("{}/status/404", t.url()), Duration::from_secs(5)).unwrap_err();
         assert!(err.contains("404"), "{err}");
     }

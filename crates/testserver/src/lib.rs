@@ -39,7 +39,7 @@
 //! | `/bearer` | 200 `{"authenticated": true, "token": T}` for `Authorization: Bearer T`, else 401 with `WWW-Authenticate: Bearer` |
 //! | `/upload` | POST/PUT (else 405): reads the body frame by frame without buffering, 200 `{"bytes": N}` |
 //! | `/stats` | 200 `{"requests", "bytes_received", "bytes_sent", "connections"}` (numbers) |
-//! | `/metrics` | Prometheus text: `volley_testserver_{requests,bytes_received,bytes_sent,connections}_total` |
+//! | `/metrics` | Prometheus text: `volley_target_{requests,bytes_received,bytes_sent,connections}_total` |
 //! | anything else | 404 `{"error": "not found", "path": PATH}` |
 //!
 //! [`TargetConfig::delay_all`] delays every endpoint except `/stats` and `/metrics`.

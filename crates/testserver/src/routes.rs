@@ -143,7 +143,7 @@ pub(crate) fn monitoring(stats: bool, counters: &Counters) -> Resp {
         ),
     ] {
         text.push_str(&format!(
-            "# HELP volley_testserver_{name}_total {help}\n# TYPE volley_testserver_{name}_total counter\nvolley_testserver_{name}_total {value}\n"
+            "# HELP volley_target_{name}_total {help}\n# TYPE volley_target_{name}_total counter\nvolley_target_{name}_total {value}\n"
         ));
     }
     with_type(

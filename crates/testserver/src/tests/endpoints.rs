@@ -354,20 +354,20 @@ async fn metrics_is_prometheus_text() {
         .starts_with("text/plain; version=0.0.4"));
     let text = r.text();
     assert!(
-        text.contains("# TYPE volley_testserver_requests_total counter\n"),
+        text.contains("# TYPE volley_target_requests_total counter\n"),
         "{text}"
     );
     assert!(
-        text.contains("\nvolley_testserver_requests_total 2\n"),
+        text.contains("\nvolley_target_requests_total 2\n"),
         "{text}"
     );
     assert!(
-        text.contains("\nvolley_testserver_connections_total 2\n"),
+        text.contains("\nvolley_target_connections_total 2\n"),
         "{text}"
     );
     for name in ["bytes_received", "bytes_sent"] {
         assert!(
-            text.contains(&format!("\nvolley_testserver_{name}_total ")),
+            text.contains(&format!("\nvolley_target_{name}_total ")),
             "{text}"
         );
     }
