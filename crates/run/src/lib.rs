@@ -16,6 +16,7 @@
 //!   `summary_fmt`: the number formats both share.
 //! - [`progress`]: k6's execution header and one progress line per scenario.
 //! - [`md5`]: k6 names groups and checks by the MD5 of their path.
+//! - [`Observer`]: what watches a run once per second and at its end.
 
 pub mod md5;
 pub mod out_json;
@@ -28,3 +29,12 @@ pub mod thresholds;
 
 pub use summary::Summary;
 pub use summary_v1::SummaryMode;
+
+/// Watches a run: once per second of run time, from the same aggregates every part of Volley
+/// reads (progress line, live dashboard, aggregated outputs), and once at the end.
+pub trait Observer {
+    /// A second of run time has been merged (`tick.agg` holds the totals and the series).
+    fn tick(&mut self, _tick: &volley_engine::vus::Tick<'_>) {}
+    /// The run is over and its result final (thresholds judged).
+    fn finish(&mut self, _result: &volley_metrics::RunResult) {}
+}
