@@ -368,22 +368,12 @@ pub fn run(a: MonitorArgs) -> i32 {
     }
     let (metrics, series) = agg.finish();
     let ended_wall = SystemTime::now();
-    let (s_ms, e_ms) = (time::unix_ms(started_wall), time::unix_ms(ended_wall));
-    let meta = RunMeta {
-        volley_version: env!("CARGO_PKG_VERSION").to_string(),
-        mode: "monitor".to_string(),
-        command: std::env::args().collect(),
-        name: a.specs.join(" "),
-        started_at: time::rfc3339_ms(s_ms),
-        ended_at: time::rfc3339_ms(e_ms),
-        started_unix_ms: s_ms,
-        ended_unix_ms: e_ms,
-        duration_s: start.elapsed().as_secs_f64(),
-        interrupted: ctl.was_interrupted(),
-        instances: 1,
-        host: volley_metrics::result::HostInfo::current(),
-        peak_rss_bytes: None,
-    };
+    let meta = RunMeta::new("monitor", a.specs.join(" "), std::env::args().collect()).timed(
+        started_wall,
+        ended_wall,
+        start.elapsed(),
+        ctl.was_interrupted(),
+    );
     let options = serde_json::json!({ "targets": a.specs, "interval_s": every });
     let result = RunResult::new(meta, options, metrics, series);
     if !a.quiet {

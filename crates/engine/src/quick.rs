@@ -21,7 +21,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use volley_http::{Body, H2Request, PipelineBatch, Request, Scheme, Target, TlsOptions};
-use volley_metrics::{time, Aggregator, RunMeta, RunResult, Snapshot};
+use volley_metrics::{Aggregator, RunMeta, RunResult, Snapshot};
 
 /// The metrics a quick run records (besides `monitor_*` with `--monitor`): what `--threshold`
 /// may name.
@@ -357,22 +357,9 @@ pub fn run_quick_monitored(
         http2: cfg.http2,
         h2_streams: cfg.http2.then_some(cfg.h2_streams.max(1)),
     };
-    let (s_ms, e_ms) = (time::unix_ms(started_wall), time::unix_ms(ended_wall));
-    let meta = RunMeta {
-        volley_version: env!("CARGO_PKG_VERSION").to_string(),
-        mode: "http".to_string(),
-        command: cfg.command.clone(),
-        name: cfg.url.clone(),
-        started_at: time::rfc3339_ms(s_ms),
-        ended_at: time::rfc3339_ms(e_ms),
-        started_unix_ms: s_ms,
-        ended_unix_ms: e_ms,
-        duration_s: elapsed.as_secs_f64(),
-        interrupted: ctl.was_interrupted(),
-        instances: 1,
-        host: volley_metrics::result::HostInfo::current(),
-        peak_rss_bytes: sys::peak_rss_bytes(),
-    };
+    let meta = RunMeta::new("http", cfg.url.clone(), cfg.command.clone())
+        .timed(started_wall, ended_wall, elapsed, ctl.was_interrupted())
+        .with_peak_rss(sys::peak_rss_bytes());
     let options = serde_json::to_value(opts).unwrap_or_default();
     Ok(RunResult::new(meta, options, metrics, series))
 }

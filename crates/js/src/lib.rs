@@ -48,7 +48,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use volley_engine::vus::{run_vus_with, VuPlan};
 use volley_engine::RunControl;
-use volley_metrics::{time, MetricKind, RunMeta, RunResult, TagSet};
+use volley_metrics::{MetricKind, RunMeta, RunResult, TagSet};
 use volley_run::{out_json, outputs, progress, thresholds, Summary};
 
 /// Why a run could not start or finish (each maps to one of k6's exit codes).
@@ -393,22 +393,9 @@ pub fn run(
             return Err(RunError::Script(e.clone()));
         }
     }
-    let (s_ms, e_ms) = (time::unix_ms(r.started), time::unix_ms(r.ended));
-    let meta = RunMeta {
-        volley_version: env!("CARGO_PKG_VERSION").to_string(),
-        mode: "run".into(),
-        command,
-        name: script.main.clone(),
-        started_at: time::rfc3339_ms(s_ms),
-        ended_at: time::rfc3339_ms(e_ms),
-        started_unix_ms: s_ms,
-        ended_unix_ms: e_ms,
-        duration_s: r.elapsed.as_secs_f64(),
-        interrupted: r.interrupted,
-        instances: 1,
-        host: volley_metrics::result::HostInfo::current(),
-        peak_rss_bytes: volley_engine::sys::peak_rss_bytes(),
-    };
+    let meta = RunMeta::new("run", script.main.clone(), command)
+        .timed(r.started, r.ended, r.elapsed, r.interrupted)
+        .with_peak_rss(volley_engine::sys::peak_rss_bytes());
     let mut opts: HashMap<&str, serde_json::Value> = HashMap::new();
     opts.insert("script", script.options.clone());
     let first = &resolved.scenarios[0].executor;

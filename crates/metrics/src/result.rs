@@ -151,6 +151,53 @@ fn one() -> u32 {
     1
 }
 
+impl RunMeta {
+    /// The one way to describe a run: its mode (`http`, `run`, `monitor`...), name (URL,
+    /// script, targets) and command line, on this host; [`RunMeta::timed`] adds when it ran.
+    pub fn new(mode: &str, name: impl Into<String>, command: Vec<String>) -> RunMeta {
+        RunMeta {
+            volley_version: env!("CARGO_PKG_VERSION").to_string(),
+            mode: mode.to_string(),
+            command,
+            name: name.into(),
+            started_at: String::new(),
+            ended_at: String::new(),
+            started_unix_ms: 0,
+            ended_unix_ms: 0,
+            duration_s: 0.0,
+            interrupted: false,
+            instances: 1,
+            host: HostInfo::current(),
+            peak_rss_bytes: None,
+        }
+    }
+
+    /// When the run started and ended (wall clock), how long load was applied (the rate
+    /// denominator) and whether the user interrupted it.
+    pub fn timed(
+        mut self,
+        started: std::time::SystemTime,
+        ended: std::time::SystemTime,
+        duration: std::time::Duration,
+        interrupted: bool,
+    ) -> RunMeta {
+        let (s_ms, e_ms) = (crate::time::unix_ms(started), crate::time::unix_ms(ended));
+        self.started_at = crate::time::rfc3339_ms(s_ms);
+        self.ended_at = crate::time::rfc3339_ms(e_ms);
+        self.started_unix_ms = s_ms;
+        self.ended_unix_ms = e_ms;
+        self.duration_s = duration.as_secs_f64();
+        self.interrupted = interrupted;
+        self
+    }
+
+    /// The Volley process's peak resident memory, if measured.
+    pub fn with_peak_rss(mut self, bytes: Option<u64>) -> RunMeta {
+        self.peak_rss_bytes = bytes;
+        self
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize, Default, PartialEq)]
 pub struct HostInfo {
     pub hostname: String,
