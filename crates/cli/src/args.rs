@@ -242,11 +242,11 @@ pub enum DemoProfile {
     Load,
 }
 
-impl DemoProfile {
-    pub fn name(self) -> &'static str {
-        match self {
-            DemoProfile::Smoke => "smoke",
-            DemoProfile::Load => "load",
+impl From<DemoProfile> for volley_suite::tour::Profile {
+    fn from(p: DemoProfile) -> Self {
+        match p {
+            DemoProfile::Smoke => volley_suite::tour::Profile::Smoke,
+            DemoProfile::Load => volley_suite::tour::Profile::Load,
         }
     }
 }

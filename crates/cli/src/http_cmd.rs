@@ -142,7 +142,7 @@ fn ab(a: &HttpArgs, cfg_a: QuickConfig, url_b: &str, ctl: &RunControl, live: boo
     }
 }
 
-/// Print and save a finished run; returns the exit code. Shared with `volley demo`.
+/// Print and save a finished run; returns the exit code.
 pub fn finish(
     result: &volley_metrics::RunResult,
     json: bool,

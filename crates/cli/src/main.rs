@@ -9,7 +9,6 @@ macro_rules! outln {
 mod args;
 mod demo;
 mod demo_service_cmd;
-mod demo_tour;
 mod exit;
 mod history_cmd;
 mod http_cmd;

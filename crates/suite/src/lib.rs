@@ -1,0 +1,74 @@
+//! volley-suite: runs suites of steps — k6 scripts, quick-mode blasts — against services it
+//! starts itself, and judges them as one. The demo tour (`volley demo`) is its first suite;
+//! `volley suite` (suite files: provisioning, readiness, seed, profiles, teardown) grows here.
+//!
+//! The CLI only parses flags into the configs below and calls [`demo::run`]; everything a
+//! suite prints goes to stdout (tables, summaries) or stderr (progress, errors) as the
+//! commands do, and each entry point returns the documented exit code.
+//!
+//! # Layout
+//!
+//! - [`demo`]: `volley demo`'s intro against the built-in target (a quick blast whose count
+//!   must equal what the target served, then the caller's k6 step) followed by the tour.
+//! - [`tour`]: the example suites against the demo service: [`tour::Plan`] (which examples,
+//!   extra environment, profile), seeding, one run per example, the byte-count check.
+//! - `tour::table`: the baseline table, the per-example verdicts, `tour.json`, the exit code.
+//! - `examples`: the example scripts and their `lib/`, embedded at build time.
+//! - [`script`]: the one place a suite runs a k6 script and maps its outcome to `volley
+//!   run`'s exit code (to be swapped for the run layer's typed outcome).
+//! - [`code`]: the exit codes suites return (README, "Exit codes").
+
+/// `println!` that tolerates a closed stdout (`volley demo | head`) instead of panicking.
+macro_rules! outln {
+    ($($t:tt)*) => { $crate::print(&format!("{}\n", format_args!($($t)*))) };
+}
+
+pub mod demo;
+mod examples;
+pub mod script;
+pub mod tour;
+
+/// Exit codes (README.md, "Exit codes"; k6's for script runs).
+pub mod code {
+    pub const OK: i32 = 0;
+    /// Volley could not do its job (cannot start a service, write a file, ...).
+    pub const FAILURE: i32 = 1;
+    /// Some requests got no response (quick mode).
+    pub const REQUEST_ERRORS: i32 = 3;
+    pub const THRESHOLDS_FAILED: i32 = 99;
+    pub const SETUP_TIMEOUT: i32 = 100;
+    pub const TEARDOWN_TIMEOUT: i32 = 101;
+    pub const INVALID_CONFIG: i32 = 104;
+    /// Ctrl-C / SIGTERM; what was measured is still written.
+    pub const INTERRUPTED: i32 = 105;
+    pub const SCRIPT_EXCEPTION: i32 = 107;
+    pub const ABORTED: i32 = 108;
+}
+
+/// Writes to stdout; a closed pipe is not an error worth a panic.
+pub fn print(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}
+
+/// Prints an error as every `volley` command does and returns [`code::FAILURE`].
+fn fail(msg: &str) -> i32 {
+    eprintln!("volley: error: {msg}");
+    code::FAILURE
+}
+
+/// Writes the HTML report of one finished run (labelled with the file's name).
+fn write_report(result: &volley_metrics::RunResult, path: &std::path::Path) -> Result<(), String> {
+    let label = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let runs = [volley_report::Labeled {
+        label: label.trim_end_matches(".html").to_string(),
+        run: result,
+        raw: None,
+    }];
+    std::fs::write(path, volley_report::render_report(&runs))
+        .map_err(|e| format!("cannot write the report to {}: {e}", path.display()))
+}
