@@ -1,14 +1,14 @@
-//! `volley monitor SPEC...`: watch targets on their own (a run driven by another tool), with a
-//! live table and CSV; and the `--monitor` / `--threshold` helpers `volley http` shares.
+//! `volley monitor SPEC...`: flags → [`volley_monitor::WatchPlan`] (the sampling loop, live
+//! table and CSV are `volley_monitor::watch`), then the summary, `--save` and thresholds; and
+//! the `--monitor` / `--threshold` helpers `volley http` shares.
 
 use crate::args::MonitorArgs;
 use crate::{exit, signals};
-use std::io::Write;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Duration;
 use volley_engine::{MonitorPlan, RunControl};
-use volley_metrics::{time, Aggregator, RunMeta, RunResult, TagSet};
-use volley_monitor::sampler::{CGROUP_METRICS, PROCESS_METRICS};
-use volley_monitor::{Check, Monitor, MonitorSpec, Reading, Source};
+use volley_metrics::{RunResult, TagSet};
+use volley_monitor::watch::{show, Control};
+use volley_monitor::{Check, MonitorSpec, WatchPlan};
 
 /// A threshold failed (k6's code for crossed thresholds).
 pub const THRESHOLDS_FAILED: i32 = 99;
@@ -84,14 +84,6 @@ fn tags_label(t: &TagSet) -> String {
     format!("{{{}}}", v.join(","))
 }
 
-fn show(metric: &str, v: f64) -> String {
-    if metric.contains("_bytes") {
-        volley_monitor::summary::bytes(v)
-    } else {
-        format!("{v:.2}")
-    }
-}
-
 /// Judge the thresholds on a finished run, print one line per series on stderr, and return
 /// the exit code: `code`, or [`THRESHOLDS_FAILED`] when one failed (unless the run was
 /// interrupted or could not be saved).
@@ -134,143 +126,6 @@ pub fn apply_thresholds(r: &RunResult, list: &[Threshold], quiet: bool, code: i3
     }
 }
 
-/// CSV field, quoted when it needs to be.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-struct Csv {
-    out: std::io::BufWriter<std::fs::File>,
-    columns: Option<Vec<String>>,
-}
-
-impl Csv {
-    /// Columns: the standard figures of the kinds of targets watched, `gone`, and the series
-    /// the first scrape of each `url:` target returned.
-    fn columns(specs: &[MonitorSpec], first: &[Reading]) -> Vec<String> {
-        let mut cols: Vec<String> = Vec::new();
-        let mut add = |c: &str| {
-            if !cols.iter().any(|x| x == c) {
-                cols.push(c.to_string());
-            }
-        };
-        for s in specs {
-            match s.source {
-                Source::Pid(_) | Source::Cmd(_) => PROCESS_METRICS.iter().for_each(|m| add(m)),
-                Source::Cgroup(_) => CGROUP_METRICS.iter().for_each(|m| add(m)),
-                Source::Url { .. } => {}
-            }
-        }
-        for (s, r) in specs.iter().zip(first) {
-            if matches!(s.source, Source::Url { .. }) {
-                r.values.iter().for_each(|(n, _)| add(n));
-            }
-        }
-        add("monitor_gone");
-        cols
-    }
-
-    fn write(&mut self, specs: &[MonitorSpec], readings: &[Reading]) -> std::io::Result<()> {
-        let header_needed = self.columns.is_none();
-        let cols = self
-            .columns
-            .get_or_insert_with(|| Csv::columns(specs, readings));
-        if header_needed {
-            let names: Vec<String> = cols
-                .iter()
-                .map(|c| csv_field(c.strip_prefix("monitor_").unwrap_or(c)))
-                .collect();
-            writeln!(self.out, "time,elapsed_s,target,{}", names.join(","))?;
-        }
-        let now = time::rfc3339_ms(time::unix_ms(SystemTime::now()));
-        for r in readings {
-            let vals: Vec<String> = cols
-                .iter()
-                .map(|c| {
-                    if c == "monitor_gone" {
-                        u8::from(r.gone).to_string()
-                    } else {
-                        r.get(c).map(|v| format!("{v}")).unwrap_or_default()
-                    }
-                })
-                .collect();
-            writeln!(
-                self.out,
-                "{now},{:.3},{},{}",
-                r.elapsed_s,
-                csv_field(&r.target),
-                vals.join(",")
-            )?;
-        }
-        // A killed monitor leaves a valid file up to its last sample.
-        self.out.flush()
-    }
-}
-
-/// One line of the live table per target and sample.
-fn table_line(r: &Reading) -> String {
-    let mut o = format!("{:>7.1}s  {:<20}", r.elapsed_s, r.target);
-    if r.gone {
-        o.push_str("  gone");
-        return o;
-    }
-    let f = |m: &str, w: usize, fmt: &dyn Fn(f64) -> String| {
-        format!("{:>w$}", r.get(m).map_or("-".to_string(), fmt))
-    };
-    let b = |v: f64| volley_monitor::summary::bytes(v);
-    let pct = |v: f64| format!("{v:.1}%");
-    let n = |v: f64| format!("{v:.0}");
-    if r.get("monitor_rss_bytes").is_some() {
-        o.push_str(&format!(
-            "  rss {}  dirty {}  cpu {} (usr {} sys {})  thr {}  fds {}  rd {}  wr {}  ctx {}",
-            f("monitor_rss_bytes", 10, &b),
-            f("monitor_private_dirty_bytes", 10, &b),
-            f("monitor_cpu_percent", 6, &pct),
-            f("monitor_cpu_user_percent", 6, &pct),
-            f("monitor_cpu_sys_percent", 6, &pct),
-            f("monitor_threads", 4, &n),
-            f("monitor_fds", 5, &n),
-            f("monitor_read_bytes", 10, &b),
-            f("monitor_write_bytes", 10, &b),
-            f("monitor_ctx_switches", 8, &n),
-        ));
-    } else if r.get("monitor_memory_current_bytes").is_some() {
-        o.push_str(&format!(
-            "  mem {}  anon {}  file {}  cpu {}  pids {}  psi mem {} cpu {}",
-            f("monitor_memory_current_bytes", 10, &b),
-            f("monitor_memory_anon_bytes", 10, &b),
-            f("monitor_memory_file_bytes", 10, &b),
-            f("monitor_cpu_percent", 6, &pct),
-            f("monitor_pids", 4, &n),
-            f("monitor_memory_pressure_avg10", 5, &|v| format!("{v:.2}")),
-            f("monitor_cpu_pressure_avg10", 5, &|v| format!("{v:.2}")),
-        ));
-    } else {
-        let shown: Vec<String> = r
-            .values
-            .iter()
-            .take(6)
-            .map(|(k, v)| {
-                format!(
-                    "{}={}",
-                    k.strip_prefix("monitor_").unwrap_or(k),
-                    show(k, *v)
-                )
-            })
-            .collect();
-        o.push_str("  ");
-        o.push_str(&shown.join("  "));
-        if r.values.len() > 6 {
-            o.push_str(&format!("  (+{} more)", r.values.len() - 6));
-        }
-    }
-    o
-}
-
 pub fn run(a: MonitorArgs) -> i32 {
     let specs = match a
         .specs
@@ -305,77 +160,33 @@ pub fn run(a: MonitorArgs) -> i32 {
     if let Err(e) = volley_history::preflight::check(&save, None) {
         return exit::fail(&e);
     }
-    let mut csv = match &a.csv {
-        Some(p) => match std::fs::File::create(p) {
-            Ok(f) => Some(Csv {
-                out: std::io::BufWriter::new(f),
-                columns: None,
-            }),
-            Err(e) => return exit::fail(&format!("cannot write {}: {e}", p.display())),
-        },
-        None => None,
+    let plan = WatchPlan {
+        targets: a.specs.clone(),
+        specs,
+        interval: a.interval,
+        duration: a.duration,
+        quiet: a.quiet,
+        csv: a.csv.clone(),
+        command: std::env::args().collect(),
     };
     let ctl = RunControl::new();
     signals::install(ctl.clone());
-    let every = a.interval.as_secs().max(1);
-    let started_wall = SystemTime::now();
-    let start = Instant::now();
-    let mut m = Monitor::starting_at(specs.clone(), start);
-    let mut agg = Aggregator::new(1, volley_metrics::series::DEFAULT_MAX_POINTS);
-    let all_pids = specs.iter().all(|s| matches!(s.source, Source::Pid(_)));
-    if !a.quiet {
-        eprintln!(
-            "volley monitor: every {every}s{}; Ctrl-C stops",
-            a.duration
-                .map(|d| format!(" for {}s", d.as_secs_f64()))
-                .unwrap_or_default()
-        );
-    }
-    let mut k = 0u64;
-    let mut code = exit::OK;
-    loop {
-        let due = start + Duration::from_secs(k * every);
-        if a.duration.is_some_and(|d| due > start + d) {
-            break;
-        }
-        while Instant::now() < due && !ctl.is_stopped() {
-            std::thread::sleep((due - Instant::now()).min(Duration::from_millis(50)));
-        }
-        if ctl.is_stopped() {
-            break;
-        }
-        let tick = m.sample();
-        for n in &tick.notes {
-            eprintln!("volley: monitor: {n}");
-        }
-        agg.add(0, k * every, m.snapshot());
-        if !a.quiet {
-            for r in &tick.readings {
-                outln!("{}", table_line(r));
-            }
-        }
-        if let Some(c) = csv.as_mut() {
-            if let Err(e) = c.write(&specs, &tick.readings) {
-                code = exit::fail(&format!("cannot write the CSV: {e}"));
-                break;
-            }
-        }
-        if all_pids && tick.readings.iter().all(|r| r.gone) {
-            eprintln!("volley: monitor: every watched process is gone; stopping");
-            break;
-        }
-        k += 1;
-    }
-    let (metrics, series) = agg.finish();
-    let ended_wall = SystemTime::now();
-    let meta = RunMeta::new("monitor", a.specs.join(" "), std::env::args().collect()).timed(
-        started_wall,
-        ended_wall,
-        start.elapsed(),
-        ctl.was_interrupted(),
-    );
-    let options = serde_json::json!({ "targets": a.specs, "interval_s": every });
-    let result = RunResult::new(meta, options, metrics, series);
+    let (stopped, interrupted) = (|| ctl.is_stopped(), || ctl.was_interrupted());
+    let watched = match volley_monitor::watch(
+        &plan,
+        &Control {
+            is_stopped: &stopped,
+            was_interrupted: &interrupted,
+        },
+    ) {
+        Ok(w) => w,
+        Err(e) => return exit::fail(&e),
+    };
+    let mut code = match &watched.error {
+        Some(e) => exit::fail(e),
+        None => exit::OK,
+    };
+    let result = watched.result;
     if !a.quiet {
         let summary = volley_monitor::summarize(&result);
         exit::print(&volley_monitor::summary::render_text(&summary, "", ""));

@@ -19,6 +19,7 @@
 //! - [`drift`]: least-squares slope per hour, `drift(p95)` and the checks `slope<5MB/h`,
 //!   `max<2GB`, `drift(p95)<10%` evaluated on a finished run (also for script thresholds).
 //! - [`summary`]: the "Target" section of end-of-run summaries (start, peak, end, slope, CPU).
+//! - [`watch`]: `volley monitor`'s run: sample every interval, live table and CSV, the result.
 
 pub mod cgroup;
 pub mod drift;
@@ -27,8 +28,10 @@ pub mod prom;
 pub mod sampler;
 pub mod spec;
 pub mod summary;
+pub mod watch;
 
 pub use drift::{evaluate, is_drift_check, Check, Outcome};
 pub use sampler::{spawn_sampler, validate, Monitor, Reading, Tick};
 pub use spec::{MonitorSpec, Source};
 pub use summary::{summarize, TargetSummary};
+pub use watch::{watch, WatchPlan, Watched};
