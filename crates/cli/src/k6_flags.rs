@@ -1,14 +1,12 @@
-//! k6's `run` flags that are not Volley's own (docs/k6-cli.md): the ones that set an option
-//! become the flag tier of k6's precedence (flag > `K6_*` environment > script `options` >
-//! `--config` file, see `volley_js::options::env`); flags that make no sense for Volley
-//! (REST API, cloud, profiling) are accepted with a one-line note so CI command lines keep
-//! working.
+//! k6's `run` flags that are not Volley's own (docs/k6-cli.md): the clap side. What they
+//! mean — the flag tier of k6's precedence, `K6_*` variables, the `--config` file, the notes
+//! for flags Volley cannot honour — is `volley_js::options::flags`, which takes them as plain
+//! values.
 
 use clap::Args;
-use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use volley_js::options::env as k6env;
+pub use volley_js::options::flags::{K6Error, K6Setup};
 
 #[derive(Args, Debug, Default)]
 pub struct K6Flags {
@@ -127,222 +125,48 @@ pub struct K6Flags {
     pub secret_source: Vec<String>,
 }
 
-/// What k6's flags, environment and config file resolve to for one run.
-#[derive(Debug, Default)]
-pub struct K6Setup {
-    pub config_file: Option<Map<String, Value>>,
-    pub env_options: Map<String, Value>,
-    pub flag_options: Map<String, Value>,
-    pub no_thresholds: bool,
-    pub no_summary: bool,
-    /// Put the process environment into `__ENV`.
-    pub system_env: bool,
-    /// `K6_SUMMARY_EXPORT` when `--summary-export` is not given.
-    pub summary_export: Option<PathBuf>,
-    /// `--out` from `K6_OUT` or the config file's `out` when no `-o` is given.
-    pub out: Vec<String>,
-    /// One line each, printed before the run.
-    pub notes: Vec<String>,
-}
-
-/// An error of a flag, an env variable or the config file: (exit code kind, message).
-pub enum K6Error {
-    /// Bad flag value: a usage error.
-    Usage(String),
-    /// Bad environment or config file: k6's invalid-config exit code.
-    Config(String),
-}
-
-fn env_bool(env: &BTreeMap<String, String>, name: &str) -> Result<Option<bool>, K6Error> {
-    env.get(name)
-        .map(|v| {
-            k6env::parse_bool(v)
-                .ok_or_else(|| K6Error::Config(format!("{name}='{v}': expected true or false")))
-        })
-        .transpose()
-}
-
-/// Read k6's JSON config file: an object with the keys of `options`, plus k6's `out`.
-fn read_config(path: &std::path::Path) -> Result<Map<String, Value>, K6Error> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| K6Error::Config(format!("--config {}: {e}", path.display())))?;
-    let v: Value = serde_json::from_str(&text).map_err(|e| {
-        K6Error::Config(format!(
-            "--config {}:{}:{}: not valid JSON: {e} (k6's config file is a JSON object with \
-             the keys of options, e.g. {{\"vus\": 10, \"duration\": \"30s\"}})",
-            path.display(),
-            e.line(),
-            e.column()
-        ))
-    })?;
-    match v {
-        Value::Object(m) => Ok(m),
-        _ => Err(K6Error::Config(format!(
-            "--config {}: expected a JSON object with the keys of options, e.g. {{\"vus\": 10}}",
-            path.display()
-        ))),
-    }
-}
-
-fn note(notes: &mut Vec<String>, flag: &str, why: &str) {
-    notes.push(format!(
-        "volley: note: {flag} is accepted for k6 compatibility and ignored: {why}"
-    ));
-}
-
 impl K6Flags {
-    /// The option tier of these flags (k6's option keys).
-    fn options(&self) -> Result<Map<String, Value>, K6Error> {
-        let mut m = Map::new();
-        if !self.stages.is_empty() {
-            let v = k6env::parse_stages(&self.stages.join(","))
-                .map_err(|e| K6Error::Usage(format!("-s/--stage: {e}")))?;
-            m.insert("stages".into(), v);
-        }
-        if !self.tags.is_empty() {
-            let mut tags = Map::new();
-            for t in &self.tags {
-                match t.split_once('=') {
-                    Some((k, v)) if !k.trim().is_empty() => {
-                        tags.insert(k.trim().to_string(), Value::String(v.to_string()));
-                    }
-                    _ => {
-                        return Err(K6Error::Usage(format!(
-                            "--tag '{t}': expected NAME=VALUE, e.g. --tag env=staging"
-                        )))
-                    }
-                }
-            }
-            m.insert("tags".into(), Value::Object(tags));
-        }
-        let strs = |v: &[String]| Value::Array(v.iter().map(|s| s.clone().into()).collect());
-        for (key, set, v) in [
-            (
-                "systemTags",
-                !self.system_tags.is_empty(),
-                strs(&self.system_tags),
-            ),
-            (
-                "blacklistIPs",
-                !self.blacklist_ip.is_empty(),
-                strs(&self.blacklist_ip),
-            ),
-            (
-                "blockHostnames",
-                !self.block_hostnames.is_empty(),
-                strs(&self.block_hostnames),
-            ),
-        ] {
-            if set {
-                m.insert(key.into(), v);
-            }
-        }
-        for (key, v) in [
-            ("maxRedirects", self.max_redirects),
-            ("batch", self.batch),
-            ("batchPerHost", self.batch_per_host),
-            ("rps", self.rps),
-        ] {
-            if let Some(v) = v {
-                m.insert(key.into(), v.into());
-            }
-        }
-        for (key, v) in [
-            ("userAgent", &self.user_agent),
-            ("httpDebug", &self.http_debug),
-            ("minIterationDuration", &self.min_iteration_duration),
-            ("localIPs", &self.local_ips),
-            ("dns", &self.dns),
-        ] {
-            if let Some(v) = v {
-                m.insert(key.into(), v.clone().into());
-            }
-        }
-        // Boolean flags set their option only when given (absent is "not set", as in k6).
-        for (key, on) in [
-            ("insecureSkipTLSVerify", self.insecure_skip_tls_verify),
-            ("noConnectionReuse", self.no_connection_reuse),
-            ("noVUConnectionReuse", self.no_vu_connection_reuse),
-            ("discardResponseBodies", self.discard_response_bodies),
-            ("throw", self.throw),
-            ("noSetup", self.no_setup),
-            ("noTeardown", self.no_teardown),
-        ] {
-            if on {
-                m.insert(key.into(), true.into());
-            }
-        }
-        Ok(m)
-    }
-
-    fn notes(&self, notes: &mut Vec<String>) {
-        let api = "Volley has no REST API";
-        if self.linger {
-            note(
-                notes,
-                "--linger",
-                "the run ends when the test does (no REST API to keep up)",
-            );
-        }
-        if self.address.is_some() {
-            note(notes, "--address", api);
-        }
-        if self.paused {
-            note(
-                notes,
-                "--paused",
-                "the test starts at once (no REST API to resume it)",
-            );
-        }
-        if self.profiling_enabled {
-            note(notes, "--profiling-enabled", api);
-        }
-        let others: [(&str, bool, &str); 8] = [
-            (
-                "--execution-segment",
-                self.execution_segment.is_some(),
-                "distributed runs are not there yet; this instance runs the whole test",
-            ),
-            (
-                "--execution-segment-sequence",
-                self.execution_segment_sequence.is_some(),
-                "distributed runs are not there yet",
-            ),
-            (
-                "--compatibility-mode",
-                self.compatibility_mode.is_some(),
-                "Volley runs ES modules with its own runtime",
-            ),
-            (
-                "--type",
-                self.test_type.is_some(),
-                "the script is read as JavaScript",
-            ),
-            (
-                "--traces-output",
-                self.traces_output.is_some(),
-                "Volley does not export traces",
-            ),
-            (
-                "--new-machine-readable-summary",
-                self.new_machine_readable_summary,
-                "handleSummary gets Volley's k6 data shape",
-            ),
-            (
-                "--features",
-                !self.features.is_empty(),
-                "k6 feature flags do not apply",
-            ),
-            (
-                "--secret-source",
-                !self.secret_source.is_empty(),
-                "secret sources are not there yet",
-            ),
-        ];
-        for (flag, set, why) in others {
-            if set {
-                note(notes, flag, why);
-            }
+    /// The parsed values, free of clap.
+    fn values(&self) -> volley_js::options::flags::Flags {
+        volley_js::options::flags::Flags {
+            stages: self.stages.clone(),
+            tags: self.tags.clone(),
+            system_tags: self.system_tags.clone(),
+            no_thresholds: self.no_thresholds,
+            no_summary: self.no_summary,
+            insecure_skip_tls_verify: self.insecure_skip_tls_verify,
+            max_redirects: self.max_redirects,
+            user_agent: self.user_agent.clone(),
+            batch: self.batch,
+            batch_per_host: self.batch_per_host,
+            rps: self.rps,
+            no_connection_reuse: self.no_connection_reuse,
+            no_vu_connection_reuse: self.no_vu_connection_reuse,
+            discard_response_bodies: self.discard_response_bodies,
+            http_debug: self.http_debug.clone(),
+            throw: self.throw,
+            min_iteration_duration: self.min_iteration_duration.clone(),
+            include_system_env_vars: self.include_system_env_vars,
+            local_ips: self.local_ips.clone(),
+            dns: self.dns.clone(),
+            blacklist_ip: self.blacklist_ip.clone(),
+            block_hostnames: self.block_hostnames.clone(),
+            no_setup: self.no_setup,
+            no_teardown: self.no_teardown,
+            config: self.config.clone(),
+            linger: self.linger,
+            address: self.address.clone(),
+            paused: self.paused,
+            profiling_enabled: self.profiling_enabled,
+            no_usage_report: self.no_usage_report,
+            execution_segment: self.execution_segment.clone(),
+            execution_segment_sequence: self.execution_segment_sequence.clone(),
+            compatibility_mode: self.compatibility_mode.clone(),
+            test_type: self.test_type.clone(),
+            traces_output: self.traces_output.clone(),
+            new_machine_readable_summary: self.new_machine_readable_summary,
+            features: self.features.clone(),
+            secret_source: self.secret_source.clone(),
         }
     }
 }
@@ -354,91 +178,5 @@ pub fn setup(
     out_given: bool,
     env: &BTreeMap<String, String>,
 ) -> Result<K6Setup, K6Error> {
-    let mut s = K6Setup {
-        flag_options: f.options()?,
-        env_options: k6env::from_env(env).map_err(K6Error::Config)?,
-        ..Default::default()
-    };
-    f.notes(&mut s.notes);
-    s.no_thresholds = f.no_thresholds || env_bool(env, "K6_NO_THRESHOLDS")?.unwrap_or(false);
-    s.no_summary = f.no_summary || env_bool(env, "K6_NO_SUMMARY")?.unwrap_or(false);
-    s.system_env = if no_system_env {
-        false
-    } else {
-        f.include_system_env_vars || env_bool(env, "K6_INCLUDE_SYSTEM_ENV_VARS")?.unwrap_or(true)
-    };
-    s.summary_export = env
-        .get("K6_SUMMARY_EXPORT")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from);
-    if env_bool(env, "K6_LINGER")? == Some(true) && !f.linger {
-        note(&mut s.notes, "K6_LINGER", "the run ends when the test does");
-    }
-    let config_path = f.config.clone().or_else(|| {
-        env.get("K6_CONFIG")
-            .filter(|p| !p.is_empty())
-            .map(PathBuf::from)
-    });
-    let mut config_out = Vec::new();
-    if let Some(path) = config_path {
-        let mut m = read_config(&path)?;
-        // k6's Config keys that are not options.
-        if let Some(out) = m.remove("out") {
-            config_out = match out {
-                Value::String(s) => vec![s],
-                Value::Array(a) => a
-                    .iter()
-                    .filter_map(|v| v.as_str().map(String::from))
-                    .collect(),
-                _ => Vec::new(),
-            };
-        }
-        for k in [
-            "linger",
-            "noUsageReport",
-            "webDashboard",
-            "noArchiveUpload",
-            "collectors",
-        ] {
-            m.remove(k);
-        }
-        s.config_file = Some(m);
-    }
-    if !out_given {
-        s.out = match env.get("K6_OUT").filter(|o| !o.is_empty()) {
-            Some(o) => o.split(',').map(|x| x.trim().to_string()).collect(),
-            None => config_out,
-        };
-    }
-    Ok(s)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn flags_become_k6_option_keys() {
-        let f = K6Flags {
-            stages: vec!["1s:2".into(), "2s:0".into()],
-            tags: vec!["env=ci".into()],
-            user_agent: Some("ua".into()),
-            max_redirects: Some(0),
-            insecure_skip_tls_verify: true,
-            ..Default::default()
-        };
-        let m = f.options().ok().unwrap();
-        assert_eq!(
-            Value::Object(m),
-            json!({"stages": [{"duration": "1s", "target": 2}, {"duration": "2s", "target": 0}],
-                   "tags": {"env": "ci"}, "userAgent": "ua", "maxRedirects": 0,
-                   "insecureSkipTLSVerify": true})
-        );
-        let bad = K6Flags {
-            stages: vec!["30s".into()],
-            ..Default::default()
-        };
-        assert!(matches!(bad.options(), Err(K6Error::Usage(e)) if e.contains("DURATION:TARGET")));
-    }
+    volley_js::options::flags::setup(&f.values(), no_system_env, out_given, env)
 }

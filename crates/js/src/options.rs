@@ -7,6 +7,9 @@
 //! `userAgent`, `hosts`, timeouts, summary options, ...) are validated here into
 //! [`RunSettings`], and `thresholds` is kept for [`crate::thresholds`]. Unknown options are
 //! reported as not supported yet and ignored.
+//!
+//! Submodules: [`env`] (k6's `K6_*` variables), [`flags`] (k6's `run` flags and `--config`
+//! file, as the CLI parsed them), [`ipnet`] (`blacklistIPs` ranges).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -17,6 +20,7 @@ use volley_engine::executor::{
 use volley_metrics::TagSet;
 
 pub mod env;
+pub mod flags;
 pub mod ipnet;
 
 /// Options given on the command line; they override the script's.
