@@ -1,5 +1,7 @@
 //! `volley`: the command-line front end. Thin by design: it parses flags, calls the library
-//! crates (engine, target, metrics) and maps outcomes to documented exit codes.
+//! crates (engine, js, monitor, suite, report, history, testserver, metrics) and maps
+//! outcomes to documented exit codes. `volley demo`'s tour is `volley_suite`, `volley
+//! monitor`'s loop `volley_monitor::watch`, k6's flags' meaning `volley_js::options::flags`.
 
 /// `println!` that tolerates a closed stdout (`volley ... | head`) instead of panicking.
 macro_rules! outln {
