@@ -16,12 +16,14 @@
 //! - this file: [`Location`] (where the history lives), [`Record`] (one run's row),
 //!   [`History`] (append, list, find a baseline, load a run) and the SQL shared by both
 //!   backends.
+//! - [`listing`]: `volley history`'s table and `volley compare --baseline`'s lookup.
 //! - [`preflight`]: the pre-run check of every output a run writes afterwards (files and the
 //!   history location), so an unwritable target fails before the load starts.
 //! - [`sqlite`]: the embedded backend (rusqlite, bundled SQLite).
 //! - [`pg`]: a small PostgreSQL client (simple-query protocol; trust, password and
 //!   SCRAM-SHA-256 logins) so PostgreSQL costs no async stack.
 
+pub mod listing;
 pub mod pg;
 pub mod preflight;
 pub mod sqlite;
