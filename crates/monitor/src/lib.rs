@@ -19,7 +19,7 @@
 //! - [`drift`]: least-squares slope per hour, `drift(p95)` and the checks `slope<5MB/h`,
 //!   `max<2GB`, `drift(p95)<10%` evaluated on a finished run (also for script thresholds).
 //! - [`summary`]: the "Target" section of end-of-run summaries (start, peak, end, slope, CPU).
-//! - [`watch`]: `volley monitor`'s run: sample every interval, live table and CSV, the result.
+//! - [`mod@watch`]: `volley monitor`'s run: sample every interval, live table and CSV, the result.
 
 pub mod cgroup;
 pub mod drift;
