@@ -8,7 +8,7 @@
 //! [`RunSettings`], and `thresholds` is kept for [`crate::thresholds`]. Unknown options are
 //! reported as not supported yet and ignored.
 //!
-//! Submodules: [`env`] (k6's `K6_*` variables), [`flags`] (k6's `run` flags and `--config`
+//! Submodules: [`mod@env`] (k6's `K6_*` variables), [`flags`] (k6's `run` flags and `--config`
 //! file, as the CLI parsed them), [`ipnet`] (`blacklistIPs` ranges).
 
 use std::collections::{HashMap, HashSet};
