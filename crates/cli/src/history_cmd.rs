@@ -111,7 +111,7 @@ pub fn list(a: HistoryArgs) -> i32 {
 }
 
 fn ms(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".into(), volley_engine::summary::ms)
+    v.map_or_else(|| "-".into(), volley_metrics::fmt::ms)
 }
 
 /// The terminal table: one run a line, newest first; names shown with control characters

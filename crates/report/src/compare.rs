@@ -7,12 +7,12 @@
 //! the two runs differ (p < alpha) *and* the change is at least the minimum effect; otherwise
 //! it is within noise. `docs/compare.md` explains why and how.
 
-use crate::fmt;
 use crate::stats;
 use crate::view::{self, Figure, Sel};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
+use volley_metrics::fmt;
 use volley_metrics::text::escape_control as esc;
 use volley_metrics::{Agg, RunResult, TagSet, Unit};
 

@@ -14,7 +14,7 @@
 //! - [`html`]: `volley report`: one self-contained HTML page (inline CSS and SVG, no script, no
 //!   network) for one or more runs. Layout: `docs/report.md`.
 //! - [`svg`]: the hand-written SVG line and bar charts the report uses.
-//! - [`fmt`]: HTML escaping and human formatting of milliseconds, bytes and rates.
+//! - [`fmt`]: HTML escaping (numbers are formatted by `volley_metrics::fmt`).
 
 pub mod compare;
 pub mod fmt;

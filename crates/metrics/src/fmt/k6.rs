@@ -1,10 +1,13 @@
-//! Number formatting of k6's summaries (`humanizeValue`, `humanizeBytes`, durations), shared by
-//! the legacy and the v1 layouts.
+//! k6's number formats (`humanizeValue`, `humanizeBytes`, durations) for the k6 end-of-test
+//! summaries (legacy and v1 layouts, in volley-run). They must stay byte-identical to k6's
+//! output (crates/cli/tests/summary_v1.rs and k6_parity.rs diff against k6), which is why they
+//! differ from Volley's own [`super::ms`] and [`super::bytes`]: SI byte units, values truncated
+//! rather than rounded, durations as `1m1s`.
 
-use volley_metrics::Unit;
+use crate::Unit;
 
 /// k6's percentage: truncated (not rounded) to two decimals.
-pub(crate) fn pct(p: u64, total: u64) -> String {
+pub fn pct(p: u64, total: u64) -> String {
     let r = if total == 0 {
         0.0
     } else {
@@ -13,7 +16,9 @@ pub(crate) fn pct(p: u64, total: u64) -> String {
     format!("{:.2}%", (r * 100.0 * 100.0).trunc() / 100.0)
 }
 
-pub(crate) fn humanize(v: f64, unit: Unit, time_unit: &str) -> String {
+/// A metric's value in its unit, as k6's summary shows it; `time_unit` is the summary's
+/// `summaryTimeUnit` (`s`, `ms`, `us`, or empty for k6's automatic duration).
+pub fn humanize(v: f64, unit: Unit, time_unit: &str) -> String {
     match unit {
         Unit::Data => bytes(v),
         Unit::Time => match time_unit {
@@ -27,7 +32,7 @@ pub(crate) fn humanize(v: f64, unit: Unit, time_unit: &str) -> String {
 }
 
 /// `val.toFixed(prec)` after truncating, without trailing zeros (k6's helper).
-pub(crate) fn trunc_fixed(v: f64, prec: i32) -> String {
+pub fn trunc_fixed(v: f64, prec: i32) -> String {
     let m = 10f64.powi(prec);
     let t = (v * m + 1e-9 * v.signum()).trunc() / m;
     let s = format!("{t:.*}", prec as usize);
@@ -39,7 +44,7 @@ pub(crate) fn trunc_fixed(v: f64, prec: i32) -> String {
 }
 
 /// Milliseconds as k6 shows durations: ns, µs, ms, s, then m/h.
-pub(crate) fn dur(ms: f64) -> String {
+pub fn dur(ms: f64) -> String {
     if ms <= 0.0 {
         return "0s".into();
     }
@@ -69,7 +74,7 @@ pub(crate) fn dur(ms: f64) -> String {
 }
 
 /// `toFixed(6)` without trailing zeros.
-pub(crate) fn num(v: f64) -> String {
+pub fn num(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{}", v as i64)
     } else {
@@ -79,7 +84,7 @@ pub(crate) fn num(v: f64) -> String {
 }
 
 /// Bytes in k6's SI units (`humanizeBytes`).
-pub(crate) fn bytes(v: f64) -> String {
+pub fn bytes(v: f64) -> String {
     let units = ["B", "kB", "MB", "GB", "TB", "PB"];
     if v < 10.0 {
         return format!("{} B", num(v));
