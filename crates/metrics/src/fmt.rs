@@ -10,7 +10,8 @@
 //! - the functions here: Volley's own views (quick summary, report, compare, monitor,
 //!   history): milliseconds to 3-4 significant digits, bytes in binary units (KiB, MiB);
 //! - [`k6`]: k6's `humanizeValue`/`humanizeBytes`/duration strings for the k6 summaries,
-//!   byte-identical to k6 (SI units, truncation instead of rounding), which k6 users diff.
+//!   byte-identical to k6 (SI units, truncation instead of rounding), which k6 users diff;
+//!   Go's duration strings and the progress clock.
 
 pub mod k6;
 

@@ -2,7 +2,9 @@
 //! summaries (legacy and v1 layouts, in volley-run). They must stay byte-identical to k6's
 //! output (crates/cli/tests/summary_v1.rs and k6_parity.rs diff against k6), which is why they
 //! differ from Volley's own [`super::ms`] and [`super::bytes`]: SI byte units, values truncated
-//! rather than rounded, durations as `1m1s`.
+//! rather than rounded, durations as `1m1s`. Also k6's other two duration forms: Go's
+//! `time.Duration` string ([`go_duration`], in option descriptions and progress lines) and the
+//! running line's clock ([`clock`]).
 
 use crate::Unit;
 
@@ -98,6 +100,36 @@ pub fn bytes(v: f64) -> String {
     }
 }
 
+/// A `time.Duration` as k6 (Go) prints it in option descriptions and progress lines: `30s`,
+/// `1m30s`, `10m0s`, `1h0m0s`, `500ms`, `1.5s` (not the summary's truncated [`dur`]).
+pub fn go_duration(d: std::time::Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 && ms > 0 {
+        return format!("{ms}ms");
+    }
+    let secs = d.as_secs_f64();
+    let (h, rest) = ((secs / 3600.0).floor(), secs % 3600.0);
+    let (m, s) = ((rest / 60.0).floor(), rest % 60.0);
+    let s = if s.fract() == 0.0 {
+        format!("{s:.0}s")
+    } else {
+        format!("{}s", (s * 1000.0).round() / 1000.0)
+    };
+    if h > 0.0 {
+        format!("{h:.0}h{m:.0}m{s}")
+    } else if m > 0.0 {
+        format!("{m:.0}m{s}")
+    } else {
+        s
+    }
+}
+
+/// The elapsed-time clock of k6's running line: `0m31.0s`, `1m01.5s`.
+pub fn clock(d: std::time::Duration) -> String {
+    let s = d.as_secs_f64();
+    format!("{}m{:04.1}s", (s / 60.0).floor(), s % 60.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,5 +149,19 @@ mod tests {
         assert_eq!(pct(2, 3), "66.66%");
         assert_eq!(humanize(1.5, Unit::Time, "s"), "0.00s");
         assert_eq!(humanize(1.5, Unit::Time, "us"), "1500.00µs");
+    }
+
+    #[test]
+    fn go_durations_and_the_progress_clock_read_like_k6() {
+        use std::time::Duration;
+        assert_eq!(go_duration(Duration::from_secs(30)), "30s");
+        assert_eq!(go_duration(Duration::from_secs(90)), "1m30s");
+        assert_eq!(go_duration(Duration::from_secs(600)), "10m0s");
+        assert_eq!(go_duration(Duration::from_secs(3600)), "1h0m0s");
+        assert_eq!(go_duration(Duration::from_millis(500)), "500ms");
+        assert_eq!(go_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(go_duration(Duration::ZERO), "0s");
+        assert_eq!(clock(Duration::from_millis(31_000)), "0m31.0s");
+        assert_eq!(clock(Duration::from_millis(61_500)), "1m01.5s");
     }
 }
