@@ -45,20 +45,7 @@ impl AbFile {
 
     /// Write atomically (temporary file + rename), as result files are written.
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
-        use std::io::Write as _;
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(format!(".tmp{}", std::process::id()));
-        let tmp = std::path::PathBuf::from(tmp);
-        let write = || -> std::io::Result<()> {
-            let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-            serde_json::to_writer_pretty(&mut w, self).map_err(std::io::Error::other)?;
-            w.flush()
-        };
-        write()
-            .and_then(|()| std::fs::rename(&tmp, path))
-            .inspect_err(|_| {
-                let _ = std::fs::remove_file(&tmp);
-            })
+        result_file::write_json(path, self)
     }
 
     /// Read and validate a `volley-ab` file (size-limited like a result file); errors start

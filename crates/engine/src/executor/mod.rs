@@ -612,15 +612,4 @@ mod tests {
             .collect();
         assert_eq!(names, ["a", "b", "late"]);
     }
-
-    #[test]
-    fn durations_print_like_k6() {
-        assert_eq!(fmt_duration(Duration::from_secs(30)), "30s");
-        assert_eq!(fmt_duration(Duration::from_secs(90)), "1m30s");
-        assert_eq!(fmt_duration(Duration::from_secs(600)), "10m0s");
-        assert_eq!(fmt_duration(Duration::from_secs(3600)), "1h0m0s");
-        assert_eq!(fmt_duration(Duration::from_millis(500)), "500ms");
-        assert_eq!(fmt_duration(Duration::from_millis(1500)), "1.5s");
-        assert_eq!(fmt_duration(Duration::ZERO), "0s");
-    }
 }
