@@ -103,36 +103,33 @@ fn ab(a: &HttpArgs, cfg_a: QuickConfig, url_b: &str, ctl: &RunControl, live: boo
     }
     ra.truncate(n);
     rb.truncate(n);
-    let report = match volley_engine::AbReport::new(&ra, &rb) {
-        Ok(r) => r,
-        Err(e) => return exit::fail(&e),
+    let summaries = |runs: &[volley_metrics::RunResult]| {
+        runs.iter()
+            .map(QuickSummary::from_result)
+            .collect::<Result<Vec<_>, _>>()
     };
+    let (sa, sb) = match (summaries(&ra), summaries(&rb)) {
+        (Ok(sa), Ok(sb)) => (sa, sb),
+        (Err(e), _) | (_, Err(e)) => return exit::fail(&e),
+    };
+    let report = volley_report::AbReport::new(&ra, &rb);
     if a.json {
+        let rounds = |s: &[QuickSummary]| s.iter().map(QuickSummary::to_json).collect();
         outln!(
             "{}",
-            serde_json::to_string_pretty(&report.to_json()).unwrap_or_default()
+            serde_json::to_string_pretty(&report.to_json(rounds(&sa), rounds(&sb)))
+                .unwrap_or_default()
         );
     } else if !a.quiet {
         exit::print(&report.render_text());
     }
+    let errors = sa.iter().chain(&sb).any(|s| s.transport_errors() > 0);
     if let Some(path) = &a.save {
-        let doc = serde_json::json!({
-            "format": "volley-ab",
-            "version": 1,
-            "a": ra,
-            "b": rb,
-            "comparison": report.rows,
-        });
-        let text = serde_json::to_vec_pretty(&doc).unwrap_or_default();
-        if let Err(e) = std::fs::write(path, text) {
+        let file = volley_report::AbFile::new(ra, rb, report.rows);
+        if let Err(e) = file.write(path) {
             return exit::fail(&format!("cannot save to {}: {e}", path.display()));
         }
     }
-    let errors = report
-        .a
-        .iter()
-        .chain(&report.b)
-        .any(|s| s.transport_errors() > 0);
     if ctl.was_interrupted() {
         exit::INTERRUPTED
     } else if errors {

@@ -234,8 +234,9 @@ fn ab_comparison_shows_the_slower_side() {
         "2",
         "-c",
         "4",
+        // 2 rounds of 2 s: 4 whole seconds per side, the fewest the rank test can judge.
         "-z",
-        "1s",
+        "2s",
         "--json",
         "--save",
         file.to_str().unwrap(),
@@ -259,10 +260,26 @@ fn ab_comparison_shows_the_slower_side() {
     assert_eq!(rps["verdict"], "B worse");
     assert_eq!(j["a"]["rounds"].as_array().unwrap().len(), 2);
     assert_eq!(j["b"]["rounds"].as_array().unwrap().len(), 2);
-    let saved: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    assert_eq!(saved["format"], "volley-ab");
-    assert_eq!(saved["a"].as_array().unwrap().len(), 2, "all rounds kept");
+    // The table's figures are the quick summary's: A's requests/s is the median (here the
+    // mean) of its two rounds' rps.
+    let rps_a: Vec<f64> = (0..2)
+        .map(|i| j["a"]["rounds"][i]["rps"].as_f64().unwrap())
+        .collect();
+    let median = (rps_a[0] + rps_a[1]) / 2.0;
+    assert!(
+        (rps["a"].as_f64().unwrap() - median).abs() < 1e-6 * median,
+        "{rps} {rps_a:?}"
+    );
+    // The saved file reads back through the library's validated reader.
+    let saved = volley_report::AbFile::read(&file).unwrap();
+    assert_eq!(saved.format, "volley-ab");
+    assert_eq!((saved.a.len(), saved.b.len()), (2, 2), "all rounds kept");
+    assert_eq!(saved.a[0].meta.name, a);
+    assert_eq!(
+        serde_json::to_value(&saved.comparison).unwrap(),
+        j["comparison"],
+        "the file keeps the printed table"
+    );
     // The text table names both sides and the ratio column.
     let o = run(&[
         "http", &a, "--vs", &b, "--rounds", "1", "-c", "2", "-n", "200",

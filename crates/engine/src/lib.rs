@@ -1,7 +1,6 @@
 //! volley-engine: runs load and turns it into results.
 //!
 //! The engine knows nothing about JavaScript or the command line. Layout:
-//! - [`ab`]: A/B comparison of two targets over alternating rounds (`--vs`).
 //! - [`control`]: the stop switches a run shares with signal handlers (graceful, then hard).
 //! - [`executor`]: k6's six executors (one file each) and the scenarios that use them.
 //! - [`vus`]: the VU scheduler: scenarios run concurrently from one pool of VUs.
@@ -14,7 +13,6 @@
 //! - [`sys`]: process facts (peak RSS).
 //! - [`log`]: k6's log lines (logfmt, its terminal form, json, raw) for every part of a run.
 
-pub mod ab;
 pub mod control;
 pub mod duration;
 pub mod executor;
@@ -25,7 +23,6 @@ pub mod summary;
 pub mod sys;
 pub mod vus;
 
-pub use ab::AbReport;
 pub use control::RunControl;
 pub use duration::{clamp_secs, duration_from_secs, parse_duration};
 pub use quick::{run_quick, run_quick_monitored, MonitorPlan, Progress, QuickConfig};

@@ -5,6 +5,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use volley_metrics::agg::TrendAgg;
+use volley_metrics::fmt;
 use volley_metrics::{Agg, RunResult, TagSet, TotalValue};
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -177,10 +178,10 @@ impl QuickSummary {
         let _ = writeln!(
             o,
             "  Data:          {} sent ({}/s), {} received ({}/s)",
-            human_bytes(self.bytes_sent as f64),
-            human_bytes(self.bytes_sent as f64 / d),
-            human_bytes(self.bytes_received as f64),
-            human_bytes(self.bytes_received as f64 / d),
+            fmt::bytes(self.bytes_sent as f64),
+            fmt::bytes(self.bytes_sent as f64 / d),
+            fmt::bytes(self.bytes_received as f64),
+            fmt::bytes(self.bytes_received as f64 / d),
         );
         let sc = if self.success_rate >= 0.999 {
             g
@@ -203,7 +204,7 @@ impl QuickSummary {
             );
         }
         if let Some(rss) = self.peak_rss_bytes {
-            let _ = writeln!(o, "  Peak RSS:      {}", human_bytes(rss as f64));
+            let _ = writeln!(o, "  Peak RSS:      {}", fmt::bytes(rss as f64));
         }
         if let Some(m) = &self.open_model {
             let _ = writeln!(
@@ -318,51 +319,14 @@ fn latency_of(t: Option<&TrendAgg>) -> LatencyMs {
 /// long tail does not squash everything into the first bucket): (upper bound ms, count).
 fn histogram_rows(t: &TrendAgg, rows: usize) -> Vec<(f64, u64)> {
     let (lo, hi) = (t.min.max(0.001), t.max.max(0.001));
-    let log = hi / lo >= 10.0;
-    let bounds: Vec<f64> = (1..=rows)
-        .map(|i| {
-            let f = i as f64 / rows as f64;
-            if log {
-                lo * (hi / lo).powf(f)
-            } else {
-                lo + (hi - lo) * f
-            }
-        })
-        .collect();
-    let mut counts = vec![0u64; rows];
-    for v in t.hist.iter_recorded() {
-        let x = v.value_iterated_to() as f64 / volley_metrics::hist::SCALE;
-        let i = bounds.iter().position(|b| x <= *b).unwrap_or(rows - 1);
-        counts[i] += v.count_since_last_iteration();
-    }
+    let (bounds, _) = volley_metrics::agg::display_bounds(lo, hi, rows);
+    let counts = t.bucket_counts(&bounds);
     bounds.into_iter().zip(counts).collect()
 }
 
-/// Milliseconds with a unit that keeps 3-4 significant digits.
-pub fn ms(v: f64) -> String {
-    if v >= 1000.0 {
-        format!("{:.2}s", v / 1000.0)
-    } else if v >= 1.0 {
-        format!("{v:.2}ms")
-    } else {
-        format!("{:.0}µs", v * 1000.0)
-    }
-}
-
-pub fn human_bytes(v: f64) -> String {
-    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = v;
-    let mut i = 0;
-    while v >= 1024.0 && i < U.len() - 1 {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{v:.0} {}", U[i])
-    } else {
-        format!("{v:.2} {}", U[i])
-    }
-}
+/// Kept so callers of `volley_engine::summary::ms` still build; the one implementation is
+/// [`volley_metrics::fmt::ms`].
+pub use volley_metrics::fmt::ms;
 
 #[cfg(test)]
 mod tests {
@@ -482,6 +446,6 @@ mod tests {
         assert_eq!(ms(0.25), "250µs");
         assert_eq!(ms(12.345), "12.35ms");
         assert_eq!(ms(1500.0), "1.50s");
-        assert_eq!(human_bytes(1536.0), "1.50 KiB");
+        assert_eq!(fmt::bytes(1536.0), "1.50 KiB");
     }
 }

@@ -43,7 +43,7 @@ pub fn find_baseline(
 }
 
 fn ms(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".into(), volley_report::fmt::ms)
+    v.map_or_else(|| "-".into(), volley_metrics::fmt::ms)
 }
 
 /// The terminal table: one run a line, newest first; names shown with control characters

@@ -186,6 +186,40 @@ impl TrendAgg {
             _ => ps.map(|p| self.percentile(p)),
         }
     }
+
+    /// How many recorded values fall into each display bucket, given the buckets' upper bounds
+    /// in ms (from [`display_bounds`]); values above the last bound count in the last bucket.
+    pub fn bucket_counts(&self, bounds: &[f64]) -> Vec<u64> {
+        let mut counts = vec![0u64; bounds.len()];
+        let Some(last) = bounds.len().checked_sub(1) else {
+            return counts;
+        };
+        for v in self.hist.iter_recorded() {
+            let x = v.value_iterated_to() as f64 / crate::hist::SCALE;
+            let i = bounds.iter().position(|b| x <= *b).unwrap_or(last);
+            counts[i] += v.count_since_last_iteration();
+        }
+        counts
+    }
+}
+
+/// Upper bounds of `n` display buckets of a latency histogram from `lo` to `hi` (ms), and
+/// whether they are log-spaced: they are when the range spans a decade or more, so a long tail
+/// does not squash everything into the first bucket. The quick summary's and the HTML report's
+/// histograms both use it.
+pub fn display_bounds(lo: f64, hi: f64, n: usize) -> (Vec<f64>, bool) {
+    let log = hi / lo >= 10.0;
+    let bounds = (1..=n)
+        .map(|i| {
+            let f = i as f64 / n as f64;
+            if log {
+                lo * (hi / lo).powf(f)
+            } else {
+                lo + (hi - lo) * f
+            }
+        })
+        .collect();
+    (bounds, log)
 }
 
 /// k6's `TrendSink.P` over unsorted samples (`q` in 0..=1): the two order statistics around
@@ -326,6 +360,26 @@ impl Agg {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn display_buckets_are_linear_or_log_and_count_every_value() {
+        let (b, log) = display_bounds(1.0, 5.0, 4);
+        assert!(!log);
+        assert_eq!(b, vec![2.0, 3.0, 4.0, 5.0]);
+        let (b, log) = display_bounds(1.0, 100.0, 2);
+        assert!(log);
+        assert!(
+            (b[0] - 10.0).abs() < 1e-9 && (b[1] - 100.0).abs() < 1e-9,
+            "{b:?}"
+        );
+        let mut t = TrendAgg::new();
+        for v in [1.0, 1.5, 2.5, 9.0, 50.0] {
+            t.add(v);
+        }
+        // 9 and 50 lie past 5: they count in the last bucket.
+        assert_eq!(t.bucket_counts(&[2.0, 3.0, 4.0, 5.0]), vec![2, 1, 0, 2]);
+        assert_eq!(t.bucket_counts(&[]), Vec::<u64>::new());
+    }
 
     /// Found by fuzz/fuzz_targets/result_file.rs: a result file whose trend says
     /// `"min": 5.025, "max": 1.425` made `volley summary` panic in `f64::clamp`.

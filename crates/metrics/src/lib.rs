@@ -24,11 +24,14 @@
 //!   one reader every command uses), writing and exact merging.
 //! - [`output`]: the pre-run check that an output file can be written.
 //! - [`names`]: k6's built-in metric names as constants, with their kinds.
+//! - [`fmt`]: every number shown to a human (durations, bytes, counts, ticks), Volley's own
+//!   formats and k6's ([`fmt::k6`]), in one place.
 //! - [`text`]: control characters escaped in names shown on a terminal.
 //! - [`time`]: RFC 3339 timestamps without a date-time dependency.
 
 pub mod agg;
 pub mod aggregate;
+pub mod fmt;
 pub mod guard;
 pub mod hist;
 pub mod hist_check;

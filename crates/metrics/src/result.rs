@@ -409,6 +409,27 @@ impl fmt::Display for MergeError {
 
 impl std::error::Error for MergeError {}
 
+/// Write `value` as pretty JSON atomically (temporary file + rename) so a crash never leaves
+/// half a file. The JSON is streamed to the file: with thousands of series a result is tens
+/// of megabytes, which an in-memory copy would add to the run's peak memory. Result files and
+/// the `volley-ab` file are written with it.
+pub fn write_json(path: &Path, value: &impl Serialize) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp{}", std::process::id()));
+    let tmp = std::path::PathBuf::from(tmp);
+    let write = || -> std::io::Result<()> {
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        serde_json::to_writer_pretty(&mut w, value).map_err(std::io::Error::other)?;
+        w.flush()
+    };
+    write()
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+}
+
 impl RunResult {
     pub fn new(
         meta: RunMeta,
@@ -597,24 +618,9 @@ impl RunResult {
         Self::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    /// Write atomically (temporary file + rename) so a crash never leaves half a file.
-    /// The JSON is streamed to the file: with thousands of series it is tens of megabytes,
-    /// which an in-memory copy would add to the run's peak memory.
+    /// Write atomically (see [`write_json`]).
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
-        use std::io::Write as _;
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(format!(".tmp{}", std::process::id()));
-        let tmp = std::path::PathBuf::from(tmp);
-        let write = || -> std::io::Result<()> {
-            let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-            serde_json::to_writer_pretty(&mut w, self).map_err(std::io::Error::other)?;
-            w.flush()
-        };
-        write()
-            .and_then(|()| std::fs::rename(&tmp, path))
-            .inspect_err(|_| {
-                let _ = std::fs::remove_file(&tmp);
-            })
+        write_json(path, self)
     }
 
     /// Merge two results of the same test run in parallel (e.g. from two machines): counters,

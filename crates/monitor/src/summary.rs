@@ -99,20 +99,10 @@ pub fn summarize(r: &RunResult) -> BTreeMap<String, TargetSummary> {
     out
 }
 
-/// Bytes with a binary unit, signed (slopes can be negative).
+/// Bytes with a binary unit and one decimal, signed (slopes can be negative): the Target
+/// block's format, [`volley_metrics::fmt::bytes_prec`].
 pub fn bytes(v: f64) -> String {
-    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let (sign, mut v) = (if v < 0.0 { "-" } else { "" }, v.abs());
-    let mut i = 0;
-    while v >= 1024.0 && i < U.len() - 1 {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{sign}{v:.0} {}", U[i])
-    } else {
-        format!("{sign}{v:.1} {}", U[i])
-    }
+    volley_metrics::fmt::bytes_prec(v, 1)
 }
 
 /// The "Target" section (empty when nothing was monitored). `bold`/`reset` are ANSI codes or

@@ -7,12 +7,12 @@
 //! the two runs differ (p < alpha) *and* the change is at least the minimum effect; otherwise
 //! it is within noise. `docs/compare.md` explains why and how.
 
-use crate::fmt;
 use crate::stats;
 use crate::view::{self, Figure, Sel};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
+use volley_metrics::fmt;
 use volley_metrics::text::escape_control as esc;
 use volley_metrics::{Agg, RunResult, TagSet, Unit};
 
@@ -369,48 +369,28 @@ fn compare_one(
         .map(|x| x.1)
         .collect();
     let points = fig == Figure::ErrorRate;
-    let change = if points {
-        Some(nv - bv)
-    } else if bv != 0.0 {
-        Some(nv / bv - 1.0)
-    } else {
-        None
+    let rule = stats::Rule {
+        alpha: o.alpha,
+        floor: if points {
+            o.min_error_points
+        } else {
+            o.min_effect
+        },
+        points,
+        min_n: MIN_INTERVALS,
     };
+    let stats::Judgement {
+        change,
+        p_value: p,
+        noise,
+        differs,
+    } = stats::judge(&xs, &ys, bv, nv, rule, None);
     let enough = xs.len() >= MIN_INTERVALS && ys.len() >= MIN_INTERVALS;
-    let p = if enough {
-        stats::mann_whitney(&xs, &ys)
-    } else {
-        None
-    };
-    let noise = match (
-        stats::robust_spread(&xs, points),
-        stats::robust_spread(&ys, points),
-    ) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
-    };
-    let floor = if points {
-        o.min_error_points
-    } else {
-        o.min_effect
-    };
-    let big = match change {
-        Some(c) => c.abs() >= floor.max(noise.unwrap_or(0.0)),
-        None => nv != bv,
-    };
-    // The rank test's direction (median pairwise shift) must agree with the totals'.
-    let shift = stats::hodges_lehmann(&xs, &ys).unwrap_or(0.0);
-    let agree = (shift > 0.0 && nv > bv) || (shift < 0.0 && nv < bv);
     let worse_up = fig.higher_is_worse(&sel.name);
-    let verdict = match p {
-        Some(p) if p < o.alpha && big && agree => {
-            if (nv > bv) == worse_up {
-                Verdict::Regression
-            } else {
-                Verdict::Improvement
-            }
-        }
-        _ => Verdict::WithinNoise,
+    let verdict = match differs {
+        true if (nv > bv) == worse_up => Verdict::Regression,
+        true => Verdict::Improvement,
+        false => Verdict::WithinNoise,
     };
     let note = (!enough).then(|| {
         format!(

@@ -7,12 +7,13 @@
 //! Layout of the page: `docs/report.md`.
 
 use crate::compare::{self, CompareOptions, Verdict};
-use crate::fmt::{bytes, bytes_tick, esc, ms, ms_tick, num, short};
+use crate::fmt::esc;
 use crate::svg::{self, Bars, Line, PALETTE};
 use crate::view::{self, tags_label, Figure, Sel};
 use crate::Labeled;
 use std::fmt::Write as _;
 use volley_metrics::agg::TrendAgg;
+use volley_metrics::fmt::{bytes, bytes_tick, ms, ms_tick, num, short};
 use volley_metrics::{Agg, MetricKind, RunResult, TagSet, TotalValue, Unit};
 
 const CSS: &str = r#"
@@ -599,27 +600,11 @@ fn histogram(runs: &[Labeled]) -> Option<String> {
         .map(|t| t.1.max)
         .fold(0.0, f64::max)
         .max(lo * 1.001);
-    let n = 24;
-    let log = hi / lo >= 10.0;
-    let bounds: Vec<f64> = (1..=n)
-        .map(|i| {
-            let f = i as f64 / n as f64;
-            if log {
-                lo * (hi / lo).powf(f)
-            } else {
-                lo + (hi - lo) * f
-            }
-        })
-        .collect();
+    let (bounds, log) = volley_metrics::agg::display_bounds(lo, hi, 24);
     let groups = trends
         .iter()
         .map(|(i, t)| {
-            let mut counts = vec![0u64; n];
-            for v in t.hist.iter_recorded() {
-                let x = v.value_iterated_to() as f64 / volley_metrics::hist::SCALE;
-                let k = bounds.iter().position(|b| x <= *b).unwrap_or(n - 1);
-                counts[k] += v.count_since_last_iteration();
-            }
+            let counts = t.bucket_counts(&bounds);
             let total = t.count.max(1) as f64;
             Bars {
                 label: runs[*i].label.clone(),

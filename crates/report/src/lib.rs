@@ -7,15 +7,22 @@
 //! - [`view`]: pulls figures (rate, percentiles, error rate ...) out of a result file, both as
 //!   whole-run totals and as per-interval values from the series. The one place that knows how
 //!   a figure is computed, so the report and the comparison never disagree.
-//! - [`stats`]: the Mann-Whitney U test (normal approximation, tie-corrected) and medians.
+//! - [`stats`]: the Mann-Whitney U test (exact for small samples, else the tie-corrected
+//!   normal approximation), medians, robust spread, and [`stats::judge`]: the one rule for
+//!   "differs beyond noise" that `compare` and the A/B comparison share.
 //! - [`compare`]: `volley compare`: per metric and figure, base vs new, relative change, p-value
 //!   and a verdict (regression, improvement, within noise); `--fail-on` rules; text, Markdown
 //!   and JSON renderings. Method: `docs/compare.md`.
+//! - [`ab`]: `volley http --vs`: A against B over alternating rounds (medians, ratio B/A and
+//!   a verdict per figure); [`ab_file`]: the `volley-ab` file `--vs --save` writes, with a
+//!   validated reader. Method: `docs/quick-mode.md`.
 //! - [`html`]: `volley report`: one self-contained HTML page (inline CSS and SVG, no script, no
 //!   network) for one or more runs. Layout: `docs/report.md`.
 //! - [`svg`]: the hand-written SVG line and bar charts the report uses.
-//! - [`fmt`]: HTML escaping and human formatting of milliseconds, bytes and rates.
+//! - [`fmt`]: HTML escaping (numbers are formatted by `volley_metrics::fmt`).
 
+pub mod ab;
+pub mod ab_file;
 pub mod compare;
 pub mod fmt;
 pub mod html;
@@ -23,6 +30,8 @@ pub mod stats;
 pub mod svg;
 pub mod view;
 
+pub use ab::AbReport;
+pub use ab_file::AbFile;
 pub use compare::{compare, CompareOptions, Comparison, FailRule, Verdict};
 pub use html::render_report;
 pub use view::Figure;

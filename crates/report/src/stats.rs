@@ -6,6 +6,10 @@
 //! approximation is too eager: it calls 3 against 3 fully separated values significant at
 //! p = 0.0495, while the exact p is 0.1), otherwise the normal approximation with the tie
 //! correction.
+//!
+//! [`judge`] is the one rule that turns two samples into "they differ" or "within noise":
+//! `volley compare` applies it to two runs' per-second values, the A/B comparison of
+//! `volley http --vs` ([`crate::ab`]) to the pooled per-second values of each side's rounds.
 
 /// Largest total sample size for which the exact distribution is used.
 pub const EXACT_MAX: usize = 40;
@@ -144,6 +148,77 @@ pub fn hodges_lehmann(a: &[f64], b: &[f64]) -> Option<f64> {
     median(&d)
 }
 
+/// The thresholds of [`judge`].
+#[derive(Clone, Copy, Debug)]
+pub struct Rule {
+    /// Significance level of the two-sided rank test.
+    pub alpha: f64,
+    /// Smallest change that can count: relative (0.05 = 5 %), or in the values' own unit
+    /// when `points` (percentage points of an error rate).
+    pub floor: f64,
+    /// Changes are differences (`new - base`, e.g. percentage points), not ratios.
+    pub points: bool,
+    /// Fewest values per side for the test to be run at all.
+    pub min_n: usize,
+}
+
+/// What [`judge`] found.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Judgement {
+    /// `new / base - 1`, or `new - base` with [`Rule::points`]; `None` from a zero base.
+    pub change: Option<f64>,
+    /// Two-sided Mann-Whitney p of the samples; `None` with fewer than `min_n` on a side.
+    pub p_value: Option<f64>,
+    /// The larger robust spread of the two samples (and of `extra_noise`), in the change's
+    /// unit: a change must exceed it to count.
+    pub noise: Option<f64>,
+    /// The samples differ: significant, beyond the floor and the noise, and the rank test's
+    /// direction (Hodges-Lehmann shift) agrees with `new` against `base`.
+    pub differs: bool,
+}
+
+/// Judge whether `new` differs from `base` beyond noise, from samples `xs` (base side) and
+/// `ys` (new side). `extra_noise` is a further spread the change must exceed (the A/B
+/// comparison's round-to-round spread). Method: `docs/compare.md`.
+pub fn judge(
+    xs: &[f64],
+    ys: &[f64],
+    base: f64,
+    new: f64,
+    rule: Rule,
+    extra_noise: Option<f64>,
+) -> Judgement {
+    let change = if rule.points {
+        Some(new - base)
+    } else if base != 0.0 {
+        Some(new / base - 1.0)
+    } else {
+        None
+    };
+    let enough = xs.len() >= rule.min_n && ys.len() >= rule.min_n;
+    let p_value = if enough { mann_whitney(xs, ys) } else { None };
+    let noise = [
+        robust_spread(xs, rule.points),
+        robust_spread(ys, rule.points),
+        extra_noise,
+    ]
+    .into_iter()
+    .flatten()
+    .reduce(f64::max);
+    let big = match change {
+        Some(c) => c.abs() >= rule.floor.max(noise.unwrap_or(0.0)),
+        None => new != base,
+    };
+    let shift = hodges_lehmann(xs, ys).unwrap_or(0.0);
+    let agree = (shift > 0.0 && new > base) || (shift < 0.0 && new < base);
+    Judgement {
+        change,
+        p_value,
+        noise,
+        differs: p_value.is_some_and(|p| p < rule.alpha) && big && agree,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,5 +285,31 @@ mod tests {
         assert!((s - 0.14826).abs() < 1e-9, "{s}");
         assert_eq!(robust_spread(&[1.0], false), None);
         assert_eq!(robust_spread(&[0.0, 0.0], true), Some(0.0));
+    }
+
+    #[test]
+    fn judge_needs_significance_size_and_agreement() {
+        let rule = Rule {
+            alpha: 0.05,
+            floor: 0.05,
+            points: false,
+            min_n: 4,
+        };
+        let a = [10.0, 10.1, 9.9, 10.05, 9.95];
+        let b = [12.0, 12.1, 11.9, 12.05, 11.95];
+        let j = judge(&a, &b, 10.0, 12.0, rule, None);
+        assert!(j.differs, "{j:?}");
+        assert!((j.change.unwrap() - 0.2).abs() < 1e-12);
+        // Separated but only 1 % apart: below the 5 % floor.
+        let c = [10.1, 10.11, 10.12, 10.13, 10.14];
+        assert!(!judge(&a, &c, 10.0, 10.1, rule, None).differs);
+        // A round-to-round spread larger than the change keeps it within noise.
+        assert!(!judge(&a, &b, 10.0, 12.0, rule, Some(0.3)).differs);
+        // Too few values: no test, no verdict.
+        let j = judge(&a[..3], &b[..3], 10.0, 12.0, rule, None);
+        assert_eq!(j.p_value, None);
+        assert!(!j.differs);
+        // The totals say "up" while the samples say "down": no verdict.
+        assert!(!judge(&b, &a, 10.0, 12.0, rule, None).differs);
     }
 }

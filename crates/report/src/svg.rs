@@ -2,8 +2,9 @@
 //! No charting dependency, no script: hover tooltips are SVG `<title>` elements, which every
 //! browser shows natively. All text passes through [`esc`].
 
-use crate::fmt::{esc, short};
+use crate::fmt::esc;
 use std::fmt::Write as _;
+use volley_metrics::fmt::short;
 
 const W: f64 = 560.0;
 const H: f64 = 230.0;

@@ -3,8 +3,8 @@
 //! verdicts all read figures through here, so they cannot disagree on what "p95" or "rate"
 //! means.
 
-use crate::fmt;
 use serde::Serialize;
+use volley_metrics::fmt;
 use volley_metrics::series::Stat;
 use volley_metrics::{Agg, Point, RunResult, TagSet, Unit};
 

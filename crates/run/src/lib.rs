@@ -12,8 +12,8 @@
 //! - [`outputs`]: the other `--out`s: CSV (per sample), InfluxDB and Prometheus remote write
 //!   (per-second aggregates), JUnit (at the end).
 //! - [`summary`]: k6's end-of-test text summary (legacy layout), `handleSummary`'s data and
-//!   `--summary-export` JSON, from a result file; `summary_v1`: k6 v1's compact/full layout;
-//!   `summary_fmt`: the number formats both share.
+//!   `--summary-export` JSON, from a result file; `summary_v1`: k6 v1's compact/full layout
+//!   (both format numbers with `volley_metrics::fmt::k6`).
 //! - [`progress`]: k6's execution header and one progress line per scenario.
 //! - [`md5`]: k6 names groups and checks by the MD5 of their path.
 //! - [`Observer`]: what watches a run once per second and at its end.
@@ -23,7 +23,6 @@ pub mod out_json;
 pub mod outputs;
 pub mod progress;
 pub mod summary;
-mod summary_fmt;
 mod summary_v1;
 pub mod thresholds;
 

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 use volley_engine::executor::{fmt_duration, Scenario};
 use volley_engine::vus::{ScenarioState, Tick, VuRunResult};
+use volley_metrics::fmt::k6::clock;
 
 /// k6's header: script, then "scenarios: (100.00%) N scenarios, V max VUs, D max duration
 /// (incl. graceful stop):" and one `* name: description` line each.
@@ -114,12 +115,6 @@ impl Live {
             volley_engine::log::clear_live();
         }
     }
-}
-
-/// "0m31.0s", as k6's running line.
-fn clock(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    format!("{}m{:04.1}s", (s / 60.0).floor(), s % 60.0)
 }
 
 /// The final line per scenario: what ran, complete / interrupted / dropped iterations.

@@ -10,9 +10,9 @@
 //! checks per group, sorted by name; k6 v1's `compact`/`full` layouts are in
 //! [`crate::summary_v1`], which lists checks in first-seen order (`options.check_order`).
 
-use crate::summary_fmt::{humanize, pct};
 use std::collections::BTreeMap;
 use volley_metrics::agg::TrendAgg;
+use volley_metrics::fmt::k6::{humanize, pct};
 use volley_metrics::text::escape_control as esc;
 use volley_metrics::{Agg, MetricKind, RunResult, TagSet, Unit};
 

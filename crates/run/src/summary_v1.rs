@@ -8,8 +8,8 @@
 //! ends up unused), and trend columns keep their padding (k6's lines end with spaces).
 
 use crate::summary::Summary;
-use crate::summary_fmt::{humanize, num, pct};
 use std::collections::BTreeMap;
+use volley_metrics::fmt::k6::{humanize, num, pct};
 use volley_metrics::text::escape_control as esc;
 use volley_metrics::{Agg, TagSet, Unit};
 

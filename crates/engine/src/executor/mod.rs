@@ -468,28 +468,9 @@ pub fn string_map(v: &Value, what: &str) -> Result<Vec<(String, String)>, String
         .collect()
 }
 
-/// k6's way of printing durations: "30s", "1m30s", "10m0s", "1h0m0s", "500ms".
-pub fn fmt_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1000 && ms > 0 {
-        return format!("{ms}ms");
-    }
-    let secs = d.as_secs_f64();
-    let (h, rest) = ((secs / 3600.0).floor(), secs % 3600.0);
-    let (m, s) = ((rest / 60.0).floor(), rest % 60.0);
-    let s = if s.fract() == 0.0 {
-        format!("{s:.0}s")
-    } else {
-        format!("{}s", (s * 1000.0).round() / 1000.0)
-    };
-    if h > 0.0 {
-        format!("{h:.0}h{m:.0}m{s}")
-    } else if m > 0.0 {
-        format!("{m:.0}m{s}")
-    } else {
-        s
-    }
-}
+/// k6's way of printing durations ("30s", "1m30s", "500ms"): one implementation, in the
+/// formatting module.
+pub use volley_metrics::fmt::k6::go_duration as fmt_duration;
 
 /// Arrival-rate stages in iterations per second: (`rate` per `time_unit`) → per second.
 pub(crate) fn per_second(rate: f64, time_unit: Duration) -> f64 {
@@ -630,16 +611,5 @@ mod tests {
             .map(|s| s.name)
             .collect();
         assert_eq!(names, ["a", "b", "late"]);
-    }
-
-    #[test]
-    fn durations_print_like_k6() {
-        assert_eq!(fmt_duration(Duration::from_secs(30)), "30s");
-        assert_eq!(fmt_duration(Duration::from_secs(90)), "1m30s");
-        assert_eq!(fmt_duration(Duration::from_secs(600)), "10m0s");
-        assert_eq!(fmt_duration(Duration::from_secs(3600)), "1h0m0s");
-        assert_eq!(fmt_duration(Duration::from_millis(500)), "500ms");
-        assert_eq!(fmt_duration(Duration::from_millis(1500)), "1.5s");
-        assert_eq!(fmt_duration(Duration::ZERO), "0s");
     }
 }

@@ -1,10 +1,15 @@
-//! Number formatting of k6's summaries (`humanizeValue`, `humanizeBytes`, durations), shared by
-//! the legacy and the v1 layouts.
+//! k6's number formats (`humanizeValue`, `humanizeBytes`, durations) for the k6 end-of-test
+//! summaries (legacy and v1 layouts, in volley-run). They must stay byte-identical to k6's
+//! output (crates/cli/tests/summary_v1.rs and k6_parity.rs diff against k6), which is why they
+//! differ from Volley's own [`super::ms`] and [`super::bytes`]: SI byte units, values truncated
+//! rather than rounded, durations as `1m1s`. Also k6's other two duration forms: Go's
+//! `time.Duration` string ([`go_duration`], in option descriptions and progress lines) and the
+//! running line's clock ([`clock`]).
 
-use volley_metrics::Unit;
+use crate::Unit;
 
 /// k6's percentage: truncated (not rounded) to two decimals.
-pub(crate) fn pct(p: u64, total: u64) -> String {
+pub fn pct(p: u64, total: u64) -> String {
     let r = if total == 0 {
         0.0
     } else {
@@ -13,7 +18,9 @@ pub(crate) fn pct(p: u64, total: u64) -> String {
     format!("{:.2}%", (r * 100.0 * 100.0).trunc() / 100.0)
 }
 
-pub(crate) fn humanize(v: f64, unit: Unit, time_unit: &str) -> String {
+/// A metric's value in its unit, as k6's summary shows it; `time_unit` is the summary's
+/// `summaryTimeUnit` (`s`, `ms`, `us`, or empty for k6's automatic duration).
+pub fn humanize(v: f64, unit: Unit, time_unit: &str) -> String {
     match unit {
         Unit::Data => bytes(v),
         Unit::Time => match time_unit {
@@ -27,7 +34,7 @@ pub(crate) fn humanize(v: f64, unit: Unit, time_unit: &str) -> String {
 }
 
 /// `val.toFixed(prec)` after truncating, without trailing zeros (k6's helper).
-pub(crate) fn trunc_fixed(v: f64, prec: i32) -> String {
+pub fn trunc_fixed(v: f64, prec: i32) -> String {
     let m = 10f64.powi(prec);
     let t = (v * m + 1e-9 * v.signum()).trunc() / m;
     let s = format!("{t:.*}", prec as usize);
@@ -39,7 +46,7 @@ pub(crate) fn trunc_fixed(v: f64, prec: i32) -> String {
 }
 
 /// Milliseconds as k6 shows durations: ns, µs, ms, s, then m/h.
-pub(crate) fn dur(ms: f64) -> String {
+pub fn dur(ms: f64) -> String {
     if ms <= 0.0 {
         return "0s".into();
     }
@@ -69,7 +76,7 @@ pub(crate) fn dur(ms: f64) -> String {
 }
 
 /// `toFixed(6)` without trailing zeros.
-pub(crate) fn num(v: f64) -> String {
+pub fn num(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{}", v as i64)
     } else {
@@ -79,7 +86,7 @@ pub(crate) fn num(v: f64) -> String {
 }
 
 /// Bytes in k6's SI units (`humanizeBytes`).
-pub(crate) fn bytes(v: f64) -> String {
+pub fn bytes(v: f64) -> String {
     let units = ["B", "kB", "MB", "GB", "TB", "PB"];
     if v < 10.0 {
         return format!("{} B", num(v));
@@ -91,6 +98,36 @@ pub(crate) fn bytes(v: f64) -> String {
     } else {
         format!("{val:.0} {}", units[e])
     }
+}
+
+/// A `time.Duration` as k6 (Go) prints it in option descriptions and progress lines: `30s`,
+/// `1m30s`, `10m0s`, `1h0m0s`, `500ms`, `1.5s` (not the summary's truncated [`dur`]).
+pub fn go_duration(d: std::time::Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 && ms > 0 {
+        return format!("{ms}ms");
+    }
+    let secs = d.as_secs_f64();
+    let (h, rest) = ((secs / 3600.0).floor(), secs % 3600.0);
+    let (m, s) = ((rest / 60.0).floor(), rest % 60.0);
+    let s = if s.fract() == 0.0 {
+        format!("{s:.0}s")
+    } else {
+        format!("{}s", (s * 1000.0).round() / 1000.0)
+    };
+    if h > 0.0 {
+        format!("{h:.0}h{m:.0}m{s}")
+    } else if m > 0.0 {
+        format!("{m:.0}m{s}")
+    } else {
+        s
+    }
+}
+
+/// The elapsed-time clock of k6's running line: `0m31.0s`, `1m01.5s`.
+pub fn clock(d: std::time::Duration) -> String {
+    let s = d.as_secs_f64();
+    format!("{}m{:04.1}s", (s / 60.0).floor(), s % 60.0)
 }
 
 #[cfg(test)]
@@ -112,5 +149,19 @@ mod tests {
         assert_eq!(pct(2, 3), "66.66%");
         assert_eq!(humanize(1.5, Unit::Time, "s"), "0.00s");
         assert_eq!(humanize(1.5, Unit::Time, "us"), "1500.00µs");
+    }
+
+    #[test]
+    fn go_durations_and_the_progress_clock_read_like_k6() {
+        use std::time::Duration;
+        assert_eq!(go_duration(Duration::from_secs(30)), "30s");
+        assert_eq!(go_duration(Duration::from_secs(90)), "1m30s");
+        assert_eq!(go_duration(Duration::from_secs(600)), "10m0s");
+        assert_eq!(go_duration(Duration::from_secs(3600)), "1h0m0s");
+        assert_eq!(go_duration(Duration::from_millis(500)), "500ms");
+        assert_eq!(go_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(go_duration(Duration::ZERO), "0s");
+        assert_eq!(clock(Duration::from_millis(31_000)), "0m31.0s");
+        assert_eq!(clock(Duration::from_millis(61_500)), "1m01.5s");
     }
 }
