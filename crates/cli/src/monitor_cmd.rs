@@ -9,9 +9,7 @@ use volley_engine::{MonitorPlan, RunControl};
 use volley_metrics::{time, Aggregator, RunMeta, RunResult, TagSet};
 use volley_monitor::sampler::{CGROUP_METRICS, PROCESS_METRICS};
 use volley_monitor::{Check, Monitor, MonitorSpec, Reading, Source};
-
-/// A threshold failed (k6's code for crossed thresholds).
-pub const THRESHOLDS_FAILED: i32 = 99;
+use volley_run::Outcome;
 
 /// One `--threshold METRIC[{tag:value,...}]:CHECK`.
 pub struct Threshold {
@@ -92,14 +90,15 @@ fn show(metric: &str, v: f64) -> String {
     }
 }
 
-/// Judge the thresholds on a finished run, print one line per series on stderr, and return
-/// the exit code: `code`, or [`THRESHOLDS_FAILED`] when one failed (unless the run was
-/// interrupted or could not be saved).
-pub fn apply_thresholds(r: &RunResult, list: &[Threshold], quiet: bool, code: i32) -> i32 {
-    let mut failed = false;
+/// Judge the drift/limit checks on a finished run and print one line per series on stderr
+/// (passed ones only when not `quiet`); returns k6's message naming the failed metrics, if any.
+pub fn judge_checks(r: &RunResult, list: &[Threshold], quiet: bool) -> Option<String> {
+    let mut failed: Vec<&str> = Vec::new();
     for t in list {
         for o in volley_monitor::evaluate(r, &t.metric, &t.tags, &t.check) {
-            failed |= !o.passed;
+            if !o.passed && !failed.contains(&t.metric.as_str()) {
+                failed.push(&t.metric);
+            }
             if quiet && o.passed {
                 continue;
             }
@@ -127,11 +126,12 @@ pub fn apply_thresholds(r: &RunResult, list: &[Threshold], quiet: bool, code: i3
             );
         }
     }
-    if failed && (code == exit::OK || code == exit::REQUEST_ERRORS) {
-        THRESHOLDS_FAILED
-    } else {
-        code
-    }
+    (!failed.is_empty()).then(|| {
+        format!(
+            "thresholds on metrics '{}' have been crossed",
+            failed.join(", ")
+        )
+    })
 }
 
 /// CSV field, quoted when it needs to be.
@@ -301,8 +301,13 @@ pub fn run(a: MonitorArgs) -> i32 {
     if let Err(e) = volley_monitor::validate(&specs) {
         return exit::fail(&e);
     }
-    let save: Vec<(&str, &std::path::Path)> = a.save.iter().map(|p| ("--save", &**p)).collect();
-    if let Err(e) = volley_history::preflight::check(&save, None) {
+    // The shared after-run chain (volley_run::after): checked before sampling starts.
+    let after = volley_run::after::AfterRun {
+        save: a.save.clone(),
+        quiet: a.quiet,
+        ..Default::default()
+    };
+    if let Err(e) = after.preflight(&[]) {
         return exit::fail(&e);
     }
     let mut csv = match &a.csv {
@@ -332,7 +337,7 @@ pub fn run(a: MonitorArgs) -> i32 {
         );
     }
     let mut k = 0u64;
-    let mut code = exit::OK;
+    let mut csv_error = None;
     loop {
         let due = start + Duration::from_secs(k * every);
         if a.duration.is_some_and(|d| due > start + d) {
@@ -356,7 +361,7 @@ pub fn run(a: MonitorArgs) -> i32 {
         }
         if let Some(c) = csv.as_mut() {
             if let Err(e) = c.write(&specs, &tick.readings) {
-                code = exit::fail(&format!("cannot write the CSV: {e}"));
+                csv_error = Some(format!("cannot write the CSV: {e}"));
                 break;
             }
         }
@@ -380,15 +385,14 @@ pub fn run(a: MonitorArgs) -> i32 {
         let summary = volley_monitor::summarize(&result);
         exit::print(&volley_monitor::summary::render_text(&summary, "", ""));
     }
-    if let Some(p) = &a.save {
-        if let Err(e) = result.write(p) {
-            code = exit::fail(&format!("cannot save the result to {}: {e}", p.display()));
-        }
-    }
-    if code == exit::OK && ctl.was_interrupted() {
-        code = exit::INTERRUPTED;
-    }
-    apply_thresholds(&result, &thresholds, a.quiet, code)
+    let crossed = judge_checks(&result, &thresholds, a.quiet);
+    let outcome = Outcome::of_run(None, None, crossed, ctl.was_interrupted(), false);
+    let outcome = match (after.finish(&result, outcome, false), csv_error) {
+        (Outcome::Failure(m), Some(c)) => Outcome::Failure(format!("{c}\n{m}")),
+        (_, Some(c)) => Outcome::Failure(c),
+        (o, None) => o,
+    };
+    exit::outcome(&outcome)
 }
 
 /// Validate `--monitor`/`--threshold` of `volley http` up front; returns the plan, the

@@ -17,7 +17,7 @@ pub use volley_run::outcome::code::{
 
 /// `METRIC:EXPR` → (metric key, expression); a key's `{tag:value}` selector holds ':' itself,
 /// so then the separator is the first ':' after its '}'.
-fn split_threshold(s: &str) -> Option<(String, String)> {
+pub(crate) fn split_threshold(s: &str) -> Option<(String, String)> {
     let colon = s.find(':')?;
     let at = match s.find('{') {
         Some(open) if open < colon => s[open..].find('}')? + open + 1,
