@@ -272,7 +272,11 @@ pub fn run(mut a: RunArgs) -> i32 {
     // Crossed thresholds are reported when they decide the exit code or lose only to an
     // interruption (as k6: 105 even with thresholds crossed).
     let interrupted = matches!(outcome, Outcome::Interrupted);
-    if matches!(outcome, Outcome::ThresholdsFailed(_)) || interrupted {
+    let crossed = matches!(
+        outcome,
+        Outcome::ThresholdsFailed(_) | Outcome::ThresholdsAborted(_)
+    );
+    if crossed || interrupted {
         if let Some(m) = volley_run::execute::thresholds_message(&fin.result) {
             for t in fin.result.thresholds.iter().filter(|t| !t.ok) {
                 if let Some(note) = drift_note(t) {

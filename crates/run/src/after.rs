@@ -80,7 +80,10 @@ impl AfterRun {
             return Outcome::Failure(errors.join("\n"));
         }
         match outcome {
-            Outcome::Passed | Outcome::ThresholdsFailed(_) | Outcome::RequestErrors
+            Outcome::Passed
+            | Outcome::ThresholdsFailed(_)
+            | Outcome::ThresholdsAborted(_)
+            | Outcome::RequestErrors
                 if interrupted_since =>
             {
                 Outcome::Interrupted

@@ -118,13 +118,16 @@ pub fn execute<F: VuFactory>(mut spec: RunSpec<F>, ctl: &RunControl) -> Result<F
     if let Some(e) = spec.json_out.as_ref().and_then(|o| o.error()) {
         volley_engine::log::warn(&e);
     }
-    let outcome = Outcome::of_run(
+    let outcome = match Outcome::of_run(
         r.teardown_error.as_deref(),
         r.aborted.as_ref().map(|(_, e)| e.as_str()),
         thresholds_message(&result),
         result.meta.interrupted,
         false,
-    );
+    ) {
+        Outcome::ThresholdsFailed(m) if watch.message.is_some() => Outcome::ThresholdsAborted(m),
+        o => o,
+    };
     Ok(Finished {
         result,
         outcome,

@@ -40,9 +40,11 @@ pub enum Outcome {
     Passed,
     /// Completed, but some requests got no response (quick mode, exit 3).
     RequestErrors,
-    /// Completed with crossed thresholds (k6's message).
+    /// Completed with crossed thresholds: k6's message (`thresholds on metrics 'x' have been
+    /// crossed`).
     ThresholdsFailed(String),
-    /// Crossed `abortOnFail` thresholds stopped the test early (k6's message).
+    /// Crossed `abortOnFail` thresholds stopped the test early: k6's final message (the
+    /// one logged when they stopped it is `Finished::threshold_abort`).
     ThresholdsAborted(String),
     /// Ctrl-C/SIGTERM during the run: the result is complete up to the stop.
     Interrupted,

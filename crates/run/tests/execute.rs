@@ -16,6 +16,25 @@ use volley_run::{execute, Observer, Outcome, RunSpec};
 struct Body {
     env: WorkerEnv,
     setup_fails: bool,
+    paced: bool,
+}
+
+impl Body {
+    fn record(&self) {
+        let mut rec = self.env.recorder.borrow_mut();
+        let reqs = rec.handle(
+            MetricKey::new(volley_metrics::names::HTTP_REQS),
+            MetricKind::Counter,
+            Unit::Default,
+        );
+        let dur = rec.handle(
+            MetricKey::new(volley_metrics::names::HTTP_REQ_DURATION),
+            MetricKind::Trend,
+            Unit::Time,
+        );
+        rec.add(reqs, 1.0);
+        rec.trend_us(dur, 50_000);
+    }
 }
 
 impl VuBody for Body {
@@ -23,19 +42,11 @@ impl VuBody for Body {
         match phase {
             Phase::Setup if self.setup_fails => Step::Abort("setup says no".into()),
             Phase::Iteration(_) => {
-                let mut rec = self.env.recorder.borrow_mut();
-                let reqs = rec.handle(
-                    MetricKey::new(volley_metrics::names::HTTP_REQS),
-                    MetricKind::Counter,
-                    Unit::Default,
-                );
-                let dur = rec.handle(
-                    MetricKey::new(volley_metrics::names::HTTP_REQ_DURATION),
-                    MetricKind::Trend,
-                    Unit::Time,
-                );
-                rec.add(reqs, 1.0);
-                rec.trend_us(dur, 50_000);
+                self.record();
+                // Waits as a request would: the worker's ticker runs meanwhile.
+                if self.paced {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
                 Step::Ok
             }
             _ => Step::Ok,
@@ -55,6 +66,7 @@ impl VuFactory for Factory {
         Ok(Body {
             env: env.clone(),
             setup_fails: self.setup_fails,
+            paced: true,
         })
     }
     fn aborted_by_body(&self) -> bool {
@@ -173,4 +185,49 @@ fn a_failed_setup_is_a_script_error_unless_the_body_aborted_the_test() {
     let fin = execute(spec(aborting, &[], &seen), &RunControl::new()).unwrap();
     assert_eq!(fin.outcome, Outcome::Aborted("setup says no".into()));
     assert_eq!(fin.outcome.exit_code(), 108);
+}
+
+#[test]
+fn abort_on_fail_thresholds_stop_the_run_from_the_per_second_hook() {
+    let seen = Arc::new(Seen::default());
+    let f = Factory {
+        setup_fails: false,
+        aborted: AtomicBool::new(false),
+    };
+    let mut s = spec(f, &[], &seen);
+    s.plan.scenarios = vec![Scenario::new(
+        "long",
+        Executor::ConstantVus(volley_engine::executor::ConstantVus {
+            vus: 1,
+            duration: Duration::from_secs(60),
+        }),
+    )];
+    s.plan.threads = 1;
+    s.thresholds = volley_run::thresholds::parse(
+        &serde_json::json!({
+            "http_req_duration": [{"threshold": "p(95)<10", "abortOnFail": true}],
+        }),
+        volley_metrics::names::builtin_kind,
+    )
+    .unwrap();
+    let fin = execute(s, &RunControl::new()).unwrap();
+    assert_eq!(
+        fin.outcome,
+        Outcome::ThresholdsAborted(
+            "thresholds on metrics 'http_req_duration' have been crossed".into()
+        )
+    );
+    assert_eq!(fin.outcome.exit_code(), 99);
+    let m = fin.threshold_abort.expect("k6's abort message");
+    assert!(
+        m.contains("abortOnFail enabled, stopping test prematurely"),
+        "{m}"
+    );
+    assert!(fin.result.thresholds[0].aborted && !fin.result.thresholds[0].ok);
+    // Stopped by the hook, not by the 60 s duration.
+    assert!(
+        fin.result.meta.duration_s < 30.0,
+        "{}",
+        fin.result.meta.duration_s
+    );
 }
