@@ -7,8 +7,10 @@
 //!
 //! Threads: one worker per core, each a current-thread tokio runtime with a `LocalSet`; every
 //! VU is a local task on one worker. Workers record into a thread-local [`Recorder`] (shared
-//! with the bodies through [`WorkerEnv`]) and hand a snapshot to the coordinator once per
-//! second, as quick mode does; the coordinator itself records the `vus` and `vus_max` gauges.
+//! with the bodies through [`WorkerEnv`], and given the plan's raw-output sink and series guard
+//! when the worker starts, so every body gets them) and hand a snapshot to the coordinator once
+//! per second, as quick mode does; the coordinator itself records the `vus` and `vus_max`
+//! gauges.
 //!
 //! VUs: every scenario owns a block of VU ids (`vus_max` is the sum of what the scenarios
 //! need), handed to the workers round-robin. The looping executors run one task per VU
