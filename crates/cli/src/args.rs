@@ -108,6 +108,20 @@ pub struct HttpArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "vs")]
     pub report: Option<PathBuf>,
 
+    /// Write k6's end-of-test summary export JSON to FILE (k6's --summary-export shape)
+    #[arg(long, value_name = "FILE", conflicts_with = "vs")]
+    pub summary_export: Option<PathBuf>,
+
+    /// Stream the run to an output (repeatable): junit=FILE today; json=, csv=, influxdb=,
+    /// prometheus= are parsed and refused until quick mode runs on the shared scheduler
+    #[arg(
+        short = 'o',
+        long = "out",
+        value_name = "KIND=WHERE",
+        conflicts_with = "vs"
+    )]
+    pub out: Vec<String>,
+
     /// HTTP/1.1 pipelining: requests per connection written back to back in one write
     #[arg(short = 'p', long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub pipeline: u64,
@@ -151,8 +165,9 @@ pub struct HttpArgs {
     #[arg(long, default_value = "1s", value_parser = volley_engine::parse_duration)]
     pub monitor_interval: std::time::Duration,
 
-    /// Exit with code 99 unless METRIC passes CHECK, e.g. monitor_rss_bytes:slope<5MB/h,
-    /// monitor_rss_bytes{target:api}:max<2GB, http_req_duration:drift(p95)<10% (repeatable)
+    /// Exit with code 99 unless METRIC passes CHECK: k6's grammar (http_req_duration:p(95)<300,
+    /// 'http_req_duration{status:200}:avg<100', http_req_failed:rate<0.01) or a drift/limit
+    /// check (monitor_rss_bytes:slope<5MB/h, http_req_duration:drift(p95)<10%) (repeatable)
     #[arg(long = "threshold", value_name = "METRIC:CHECK")]
     pub thresholds: Vec<String>,
 

@@ -2,17 +2,9 @@
 
 use std::io::IsTerminal;
 
-/// The run completed; every request got a response (any status).
-pub const OK: i32 = 0;
-/// Volley could not do its job: unreadable files, unresolvable host, cannot bind, cannot save.
-pub const FAILURE: i32 = 1;
-/// Bad flags or arguments (clap uses 2 as well).
-pub const USAGE: i32 = 2;
-/// The run completed, but some requests failed without a response (refused, timeout, reset,
-/// TLS, DNS, protocol).
-pub const REQUEST_ERRORS: i32 = 3;
-/// Stopped by Ctrl-C / SIGTERM; the summary and result file were still written (k6's code).
-pub const INTERRUPTED: i32 = 105;
+// The codes live with the one table that maps a run's ending to them
+// (`volley_run::Outcome::exit_code`).
+pub use volley_run::outcome::code::{FAILURE, INTERRUPTED, OK, REQUEST_ERRORS, USAGE};
 
 pub fn fail(msg: &str) -> i32 {
     eprintln!("volley: error: {msg}");
@@ -22,6 +14,34 @@ pub fn fail(msg: &str) -> i32 {
 pub fn usage(msg: &str) -> i32 {
     eprintln!("volley: error: {msg}\n  (see 'volley help' for usage)");
     USAGE
+}
+
+/// Say how a run (or the attempt to start one) ended, in the CLI's and k6's wording, and
+/// return its exit code.
+pub fn outcome(o: &volley_run::Outcome) -> i32 {
+    use volley_engine::log;
+    use volley_run::Outcome as O;
+    match o {
+        O::Passed | O::RequestErrors | O::Interrupted => {}
+        O::ThresholdsFailed(m) | O::ThresholdsAborted(m) => log::error(m),
+        O::InterruptedBeforeStart(m) => eprintln!("volley: {m}"),
+        O::Aborted(m) => log::error(&format!("test aborted: {m}")),
+        O::ScriptError(m) => log::log(log::Level::Error, m, &[("hint", "script exception")]),
+        O::TeardownTimeout(m) | O::TeardownError(m) => log::log(
+            log::Level::Error,
+            &format!("teardown: {m}"),
+            &[("hint", "script exception")],
+        ),
+        O::SetupTimeout(m) => log::error(m),
+        O::ConfigError(m) => eprintln!("volley: error: invalid options: {m}"),
+        O::Usage(m) => {
+            usage(m);
+        }
+        O::Failure(m) => m.lines().for_each(|l| {
+            fail(l);
+        }),
+    }
+    o.exit_code()
 }
 
 pub fn stdout_is_tty() -> bool {

@@ -1,10 +1,10 @@
-//! `--history` on `volley http`/`volley run`, `volley history`, and the stored baselines of
-//! `volley compare --baseline`: flags → [`volley_history`] (the listing's table and the
-//! baseline lookup are `volley_history::listing`).
+//! `volley history`, and the stored baselines of `volley compare --baseline`: flags →
+//! [`volley_history`] (the listing's table and the baseline lookup are
+//! `volley_history::listing`; `--history` after a run is `volley_run::after`).
 
 use crate::args::HistoryArgs;
 use crate::exit;
-use volley_history::{History, Location, Provenance, Query};
+use volley_history::{History, Location, Query};
 use volley_metrics::RunResult;
 
 /// Check `--label`s before the run starts (a usage error, exit 2).
@@ -12,37 +12,6 @@ pub fn check_labels(labels: &[String]) -> Result<(), String> {
     labels
         .iter()
         .try_for_each(|l| volley_history::validate_label(l))
-}
-
-/// Append a finished run to `--history`; keeps the run's exit code unless storing fails on an
-/// otherwise successful run (then 1: a CI job should not silently lose its history).
-pub fn after_run(
-    result: &RunResult,
-    history: Option<&str>,
-    labels: &[String],
-    quiet: bool,
-    code: i32,
-) -> i32 {
-    let Some(spec) = history else { return code };
-    let loc = Location::parse(Some(spec));
-    let prov = Provenance::detect(labels.to_vec());
-    let stored = History::open(&loc).and_then(|mut h| h.append(result, &prov));
-    match stored {
-        Ok(id) => {
-            if !quiet {
-                eprintln!("run {id} stored in {}", loc.display());
-            }
-            code
-        }
-        Err(e) => {
-            let f = exit::fail(&format!("cannot store the run in {}: {e}", loc.display()));
-            if code == exit::OK {
-                f
-            } else {
-                code
-            }
-        }
-    }
 }
 
 /// `volley compare --baseline last|LABEL NEW.json`: the stored run to compare against, and how

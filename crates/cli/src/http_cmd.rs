@@ -1,4 +1,6 @@
-//! `volley http URL`: flags → [`QuickConfig`], live progress, summary, result file, exit code.
+//! `volley http URL`: flags → [`QuickConfig`], live progress, summary, k6's thresholds
+//! ([`volley_run::thresholds`]), then the shared after-run chain ([`volley_run::after`]) and
+//! the exit code ([`volley_run::Outcome`]).
 
 use crate::args::HttpArgs;
 use crate::{exit, signals};
@@ -6,6 +8,8 @@ use std::io::{IsTerminal, Write};
 use std::time::Duration;
 use volley_engine::{run_quick, Progress, QuickConfig, QuickSummary, RateSchedule, RunControl};
 use volley_http::{Body, Target, TlsOptions};
+use volley_run::outputs::OutSpec;
+use volley_run::Outcome;
 
 /// Default load length when neither -z nor -n is given (as wrk).
 const DEFAULT_DURATION: Duration = Duration::from_secs(10);
@@ -25,17 +29,42 @@ pub fn run(a: HttpArgs) -> i32 {
     if let Err(e) = crate::history_cmd::check_labels(&a.labels) {
         return exit::usage(&e);
     }
-    let (monitor, thresholds) =
-        match crate::monitor_cmd::http_setup(&a.monitor, a.monitor_interval, &a.thresholds) {
+    // Drift and monitor checks keep their per-series judge; the rest is k6's grammar.
+    let (checks, k6_flags): (Vec<String>, Vec<String>) = a
+        .thresholds
+        .iter()
+        .cloned()
+        .partition(|t| is_monitor_check(t));
+    let (monitor, checks) =
+        match crate::monitor_cmd::http_setup(&a.monitor, a.monitor_interval, &checks) {
             Ok(m) => m,
             Err(code) => return code,
         };
-    // Every output written after the run must be writable before it starts.
-    let files: Vec<(&str, &std::path::Path)> = [("--save", &a.save), ("--report", &a.report)]
-        .into_iter()
-        .filter_map(|(f, p)| Some((f, p.as_deref()?)))
+    let ths = match k6_thresholds(&k6_flags) {
+        Ok(t) => t,
+        Err(e) => return exit::usage(&e),
+    };
+    let outs = match out_specs(&a.out) {
+        Ok(o) => o,
+        Err(e) => return exit::usage(&e),
+    };
+    // The shared after-run chain; every target it and --out write is checked before the run.
+    let after = volley_run::after::AfterRun {
+        save: a.save.clone(),
+        summary_export: a.summary_export.clone(),
+        report: a.report.clone(),
+        history: a.history.clone(),
+        labels: a.labels.clone(),
+        quiet: a.quiet || a.json,
+    };
+    let files: Vec<(&str, &std::path::Path)> = outs
+        .iter()
+        .filter_map(|o| match o {
+            OutSpec::Junit(p) => Some(("--out", p.as_path())),
+            _ => None,
+        })
         .collect();
-    if let Err(e) = volley_history::preflight::check(&files, a.history.as_deref()) {
+    if let Err(e) = after.preflight(&files) {
         return exit::fail(&e);
     }
     let ctl = RunControl::new();
@@ -47,6 +76,10 @@ pub fn run(a: HttpArgs) -> i32 {
         }
         return ab(&a, cfg, b, &ctl, live);
     }
+    let outputs = match volley_run::outputs::Outputs::start(&outs) {
+        Ok(o) => o,
+        Err(e) => return exit::fail(&e),
+    };
     let result = volley_engine::run_quick_monitored(&cfg, &monitor, &ctl, |p| {
         if live {
             progress_line(p);
@@ -55,20 +88,152 @@ pub fn run(a: HttpArgs) -> i32 {
     if live {
         eprint!("\r\x1b[2K");
     }
-    let result = match result {
+    let mut result = match result {
         Ok(r) => r,
         Err(e) => return exit::fail(&e),
     };
-    let code = finish(&result, a.json, a.quiet, a.save.as_deref());
-    let code = crate::monitor_cmd::apply_thresholds(&result, &thresholds, a.quiet, code);
-    let code = crate::report_cmd::after_run(&result, a.report.as_deref(), a.quiet || a.json, code);
-    crate::history_cmd::after_run(
-        &result,
-        a.history.as_deref(),
-        &a.labels,
-        a.quiet || a.json,
-        code,
-    )
+    // k6's thresholds judge the result (its verdicts are saved with it), then the checks.
+    volley_run::execute::judge(&ths, &[], &mut result);
+    let summary = match QuickSummary::from_result(&result) {
+        Ok(s) => s,
+        Err(e) => return exit::fail(&format!("cannot summarise the run: {e}")),
+    };
+    print_summary(&summary, a.json, a.quiet);
+    print_verdicts(&result, a.quiet);
+    let crossed = [
+        volley_run::execute::thresholds_message(&result),
+        crate::monitor_cmd::judge_checks(&result, &checks, a.quiet),
+    ];
+    let crossed: Vec<String> = crossed.into_iter().flatten().collect();
+    for e in outputs.finish(&result) {
+        eprintln!("volley: warning: {e}");
+    }
+    let outcome = Outcome::of_run(
+        None,
+        None,
+        (!crossed.is_empty()).then(|| crossed.join("; ")),
+        result.meta.interrupted,
+        summary.transport_errors() > 0,
+    );
+    exit::outcome(&after.finish(&result, outcome, false))
+}
+
+/// A drift or monitor check (`volley_monitor::Check`, judged per series), not k6's grammar.
+fn is_monitor_check(flag: &str) -> bool {
+    match crate::run_cmd::split_threshold(flag) {
+        Some((key, expr)) => key.starts_with("monitor_") || volley_monitor::is_drift_check(&expr),
+        // Malformed: the checks' parser words the usage error.
+        None => true,
+    }
+}
+
+/// `--threshold` flags in k6's grammar → the run layer's thresholds, on quick mode's metrics.
+fn k6_thresholds(flags: &[String]) -> Result<Vec<volley_run::thresholds::Threshold>, String> {
+    let mut map = serde_json::Map::new();
+    for f in flags {
+        let (key, expr) = crate::run_cmd::split_threshold(f).ok_or_else(|| {
+            format!("--threshold '{f}': expected METRIC:EXPR, e.g. http_req_duration:p(95)<300")
+        })?;
+        let list = map
+            .entry(key)
+            .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+        if let Some(l) = list.as_array_mut() {
+            l.push(expr.into());
+        }
+    }
+    if map.is_empty() {
+        return Ok(Vec::new());
+    }
+    let quick = volley_engine::quick::METRICS;
+    // Quick mode tags only `http_reqs` (by status): any other selector would judge an empty
+    // series as zeros and pass whatever the run did.
+    for key in map.keys() {
+        let (name, tags) = volley_run::thresholds::parse_metric_key(key)
+            .map_err(|e| format!("--threshold '{key}': {e}"))?;
+        if !quick.contains(&name.as_str()) {
+            return Err(format!(
+                "--threshold: quick mode records no metric '{name}'; it records {} (and \
+                 monitor_* with --monitor)",
+                quick.join(", ")
+            ));
+        }
+        let ok =
+            tags.is_empty() || (name == "http_reqs" && tags.iter().all(|(k, _)| k == "status"));
+        if !ok {
+            return Err(format!(
+                "--threshold '{key}': quick mode tags only http_reqs, by status (e.g. \
+                 'http_reqs{{status:200}}:count>0'); other metrics take no {{tag:value}} selector"
+            ));
+        }
+    }
+    volley_run::thresholds::parse(&serde_json::Value::Object(map), |name| {
+        quick.contains(&name).then(|| quick_kind(name))
+    })
+    .map_err(|e| {
+        format!(
+            "--threshold: {e}\n  hint: quick mode records {}",
+            quick.join(", ")
+        )
+    })
+}
+
+/// The kind quick mode records each of its metrics as.
+fn quick_kind(name: &str) -> volley_metrics::MetricKind {
+    use volley_metrics::MetricKind;
+    match name {
+        "http_req_corrected" => MetricKind::Trend,
+        "connections_opened" | "missed_starts" | "dropped_requests" => MetricKind::Counter,
+        n => volley_metrics::names::builtin_kind(n).unwrap_or(MetricKind::Counter),
+    }
+}
+
+/// `--out` values: junit today; the per-sample and streaming ones need quick mode on the
+/// shared scheduler (its per-second hook and per-worker sinks).
+fn out_specs(list: &[String]) -> Result<Vec<OutSpec>, String> {
+    let mut outs = Vec::new();
+    for s in list {
+        match OutSpec::parse(s)? {
+            o @ OutSpec::Junit(_) => outs.push(o),
+            _ => {
+                return Err(format!(
+                    "--out '{s}': volley http writes only junit=FILE for now (json, csv, \
+                     influxdb and prometheus: use volley run)"
+                ))
+            }
+        }
+    }
+    Ok(outs)
+}
+
+/// k6's threshold verdicts, one line each on stderr (failed ones even with --quiet).
+fn print_verdicts(r: &volley_metrics::RunResult, quiet: bool) {
+    for t in &r.thresholds {
+        if quiet && t.ok {
+            continue;
+        }
+        let seen = t
+            .observed
+            .map_or_else(|| "no data".to_string(), |v| format!("{v:.3}"));
+        eprintln!(
+            "{} {} {}  (observed {seen})",
+            if t.ok { "✓" } else { "✗" },
+            t.metric,
+            t.expression
+        );
+    }
+}
+
+/// The text (or `--json`) summary on stdout.
+fn print_summary(summary: &QuickSummary, json: bool, quiet: bool) {
+    if json {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&summary.to_json()).unwrap_or_default()
+        );
+    } else if !quiet {
+        exit::print(&summary.render_text(exit::stdout_is_tty()));
+    }
+    let _ = std::io::stdout().flush();
 }
 
 /// `--vs`: alternate A and B for `--rounds` rounds, then print one comparison.
@@ -137,49 +302,6 @@ fn ab(a: &HttpArgs, cfg_a: QuickConfig, url_b: &str, ctl: &RunControl, live: boo
     } else {
         exit::OK
     }
-}
-
-/// Print and save a finished run; returns the exit code.
-pub fn finish(
-    result: &volley_metrics::RunResult,
-    json: bool,
-    quiet: bool,
-    save: Option<&std::path::Path>,
-) -> i32 {
-    let mut code = exit::OK;
-    let summary = match QuickSummary::from_result(result) {
-        Ok(s) => s,
-        Err(e) => return exit::fail(&format!("cannot summarise the run: {e}")),
-    };
-    if json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&summary.to_json()).unwrap_or_default()
-        );
-    } else if !quiet {
-        exit::print(&summary.render_text(exit::stdout_is_tty()));
-    }
-    let _ = std::io::stdout().flush();
-    if let Some(path) = save {
-        match result.write(path) {
-            Ok(()) if !quiet && !json => eprintln!("result saved to {}", path.display()),
-            Ok(()) => {}
-            Err(e) => {
-                code = exit::fail(&format!(
-                    "cannot save the result to {}: {e}",
-                    path.display()
-                ))
-            }
-        }
-    }
-    if code == exit::OK {
-        if result.meta.interrupted {
-            code = exit::INTERRUPTED;
-        } else if summary.transport_errors() > 0 {
-            code = exit::REQUEST_ERRORS;
-        }
-    }
-    code
 }
 
 fn config(a: &HttpArgs) -> Result<QuickConfig, String> {

@@ -9,9 +9,7 @@ use volley_engine::{MonitorPlan, RunControl};
 use volley_metrics::{RunResult, TagSet};
 use volley_monitor::watch::{show, Control};
 use volley_monitor::{Check, MonitorSpec, WatchPlan};
-
-/// A threshold failed (k6's code for crossed thresholds).
-pub const THRESHOLDS_FAILED: i32 = 99;
+use volley_run::Outcome;
 
 /// One `--threshold METRIC[{tag:value,...}]:CHECK`.
 pub struct Threshold {
@@ -84,14 +82,15 @@ fn tags_label(t: &TagSet) -> String {
     format!("{{{}}}", v.join(","))
 }
 
-/// Judge the thresholds on a finished run, print one line per series on stderr, and return
-/// the exit code: `code`, or [`THRESHOLDS_FAILED`] when one failed (unless the run was
-/// interrupted or could not be saved).
-pub fn apply_thresholds(r: &RunResult, list: &[Threshold], quiet: bool, code: i32) -> i32 {
-    let mut failed = false;
+/// Judge the drift/limit checks on a finished run and print one line per series on stderr
+/// (passed ones only when not `quiet`); returns k6's message naming the failed metrics, if any.
+pub fn judge_checks(r: &RunResult, list: &[Threshold], quiet: bool) -> Option<String> {
+    let mut failed: Vec<&str> = Vec::new();
     for t in list {
         for o in volley_monitor::evaluate(r, &t.metric, &t.tags, &t.check) {
-            failed |= !o.passed;
+            if !o.passed && !failed.contains(&t.metric.as_str()) {
+                failed.push(&t.metric);
+            }
             if quiet && o.passed {
                 continue;
             }
@@ -119,11 +118,12 @@ pub fn apply_thresholds(r: &RunResult, list: &[Threshold], quiet: bool, code: i3
             );
         }
     }
-    if failed && (code == exit::OK || code == exit::REQUEST_ERRORS) {
-        THRESHOLDS_FAILED
-    } else {
-        code
-    }
+    (!failed.is_empty()).then(|| {
+        format!(
+            "thresholds on metrics '{}' have been crossed",
+            failed.join(", ")
+        )
+    })
 }
 
 pub fn run(a: MonitorArgs) -> i32 {
@@ -156,8 +156,13 @@ pub fn run(a: MonitorArgs) -> i32 {
     if let Err(e) = volley_monitor::validate(&specs) {
         return exit::fail(&e);
     }
-    let save: Vec<(&str, &std::path::Path)> = a.save.iter().map(|p| ("--save", &**p)).collect();
-    if let Err(e) = volley_history::preflight::check(&save, None) {
+    // The shared after-run chain (volley_run::after): checked before sampling starts.
+    let after = volley_run::after::AfterRun {
+        save: a.save.clone(),
+        quiet: a.quiet,
+        ..Default::default()
+    };
+    if let Err(e) = after.preflight(&[]) {
         return exit::fail(&e);
     }
     let plan = WatchPlan {
@@ -182,24 +187,19 @@ pub fn run(a: MonitorArgs) -> i32 {
         Ok(w) => w,
         Err(e) => return exit::fail(&e),
     };
-    let mut code = match &watched.error {
-        Some(e) => exit::fail(e),
-        None => exit::OK,
-    };
     let result = watched.result;
     if !a.quiet {
         let summary = volley_monitor::summarize(&result);
         exit::print(&volley_monitor::summary::render_text(&summary, "", ""));
     }
-    if let Some(p) = &a.save {
-        if let Err(e) = result.write(p) {
-            code = exit::fail(&format!("cannot save the result to {}: {e}", p.display()));
-        }
-    }
-    if code == exit::OK && ctl.was_interrupted() {
-        code = exit::INTERRUPTED;
-    }
-    apply_thresholds(&result, &thresholds, a.quiet, code)
+    let crossed = judge_checks(&result, &thresholds, a.quiet);
+    let outcome = Outcome::of_run(None, None, crossed, ctl.was_interrupted(), false);
+    let outcome = match (after.finish(&result, outcome, false), watched.error) {
+        (Outcome::Failure(m), Some(c)) => Outcome::Failure(format!("{c}\n{m}")),
+        (_, Some(c)) => Outcome::Failure(c),
+        (o, None) => o,
+    };
+    exit::outcome(&outcome)
 }
 
 /// Validate `--monitor`/`--threshold` of `volley http` up front; returns the plan, the

@@ -49,26 +49,6 @@ fn write_html(runs: &[Labeled], path: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot write the report to {}: {e}", path.display()))
 }
 
-/// `volley http --report FILE`: write the report of the finished run; keeps the run's exit
-/// code unless writing fails.
-pub fn after_run(result: &RunResult, report: Option<&Path>, quiet: bool, code: i32) -> i32 {
-    let Some(path) = report else { return code };
-    let runs = [Labeled {
-        label: label(path).trim_end_matches(".html").to_string(),
-        run: result,
-        raw: None,
-    }];
-    match write_html(&runs, path) {
-        Ok(()) => {
-            if !quiet {
-                eprintln!("report written to {}", path.display());
-            }
-            code
-        }
-        Err(e) => exit::fail(&e),
-    }
-}
-
 pub fn compare(a: CompareArgs) -> i32 {
     let rules = match a.fail_on.as_deref().map(FailRule::parse_list).transpose() {
         Ok(r) => r.unwrap_or_default(),

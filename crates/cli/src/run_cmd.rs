@@ -1,29 +1,18 @@
-//! `volley run script.js`: k6 scripts → [`volley_js::run`], k6's summary (or the script's
-//! `handleSummary`), thresholds, k6's exit codes.
+//! `volley run script.js`: flags → [`volley_js::prepare`] → the run layer
+//! ([`volley_run::execute`]) → k6's summary (or the script's `handleSummary`) → the shared
+//! after-run chain ([`volley_run::after`]) → k6's exit code ([`volley_run::Outcome`]).
 
 use crate::args::RunArgs;
 use crate::{exit, signals};
 use std::io::IsTerminal;
 use volley_engine::{log, RunControl};
-use volley_js::{CliOptions, RunError};
-use volley_run::{Summary, SummaryMode};
-
-/// k6: some thresholds failed.
-pub const THRESHOLDS_FAILED: i32 = 99;
-/// k6: `setup()` ran past `setupTimeout`.
-pub const SETUP_TIMEOUT: i32 = 100;
-/// k6: `teardown()` ran past `teardownTimeout`.
-pub const TEARDOWN_TIMEOUT: i32 = 101;
-/// k6: a script exception or syntax error in init, setup or teardown.
-pub const SCRIPT_EXCEPTION: i32 = 107;
-/// k6: invalid options.
-pub const INVALID_CONFIG: i32 = 104;
-/// k6: the test was aborted from the script.
-pub const ABORTED: i32 = 108;
+use volley_js::CliOptions;
+use volley_run::after::AfterRun;
+use volley_run::{Outcome, Summary, SummaryMode};
 
 /// `METRIC:EXPR` → (metric key, expression); a key's `{tag:value}` selector holds ':' itself,
 /// so then the separator is the first ':' after its '}'.
-fn split_threshold(s: &str) -> Option<(String, String)> {
+pub(crate) fn split_threshold(s: &str) -> Option<(String, String)> {
     let colon = s.find(':')?;
     let at = match s.find('{') {
         Some(open) if open < colon => s[open..].find('}')? + open + 1,
@@ -122,8 +111,7 @@ pub fn run(mut a: RunArgs) -> i32 {
         Ok(s) => s,
         Err(crate::k6_flags::K6Error::Usage(e)) => return exit::usage(&e),
         Err(crate::k6_flags::K6Error::Config(e)) => {
-            eprintln!("volley: error: invalid options: {e}");
-            return INVALID_CONFIG;
+            return exit::outcome(&Outcome::ConfigError(e));
         }
     };
     if a.out.is_empty() {
@@ -147,10 +135,7 @@ pub fn run(mut a: RunArgs) -> i32 {
     }
     let (out_json, outputs) = match volley_run::outputs::OutSpec::parse_all(&a.out) {
         Ok(o) => o,
-        Err(e) => {
-            eprintln!("volley: error: invalid options: {e}");
-            return INVALID_CONFIG;
-        }
+        Err(e) => return exit::outcome(&Outcome::ConfigError(e)),
     };
     let mut thresholds = Vec::new();
     for t in &a.thresholds {
@@ -170,21 +155,24 @@ pub fn run(mut a: RunArgs) -> i32 {
         Ok(Ok(p)) => p,
     };
     // Every output written after the run must be writable before it starts.
-    let mut files: Vec<(&str, &std::path::Path)> = [
-        ("--save", &a.save),
-        ("--summary-export", &a.summary_export),
-        ("--report", &a.report),
-        ("--out", &out_json),
-    ]
-    .into_iter()
-    .filter_map(|(f, p)| Some((f, p.as_deref()?)))
-    .collect();
+    let after = AfterRun {
+        save: a.save.clone(),
+        summary_export: a.summary_export.clone(),
+        report: a.report.clone(),
+        history: a.history.clone(),
+        labels: a.labels.clone(),
+        quiet: a.quiet,
+    };
+    let mut files: Vec<(&str, &std::path::Path)> = Vec::new();
+    if let Some(p) = &out_json {
+        files.push(("--out", p));
+    }
     for o in &outputs {
         if let volley_run::outputs::OutSpec::Csv(p) | volley_run::outputs::OutSpec::Junit(p) = o {
             files.push(("--out", p));
         }
     }
-    if let Err(e) = volley_history::preflight::check(&files, a.history.as_deref()) {
+    if let Err(e) = after.preflight(&files) {
         return exit::fail(&e);
     }
     let env = volley_js::environment(&pairs, k6.system_env);
@@ -212,37 +200,39 @@ pub fn run(mut a: RunArgs) -> i32 {
     };
     let ctl = RunControl::new();
     signals::install(ctl.clone());
-    let out = match volley_js::run(
+    let show_progress = cli.show_progress;
+    let prepared = volley_js::prepare(
         &a.script,
         env,
         &cli,
         a.threads,
         std::env::args().collect(),
         &ctl,
-    ) {
-        Ok(o) => o,
-        Err(RunError::Script(e)) => {
-            log::log(log::Level::Error, &e, &[("hint", "script exception")]);
-            return SCRIPT_EXCEPTION;
-        }
-        Err(RunError::Config(e)) => {
-            eprintln!("volley: error: invalid options: {e}");
-            return INVALID_CONFIG;
-        }
-        Err(RunError::SetupTimeout(e)) => {
-            log::error(&e);
-            return SETUP_TIMEOUT;
-        }
-        Err(RunError::Other(e)) => return exit::fail(&e),
-        Err(RunError::Interrupted(e)) => {
-            eprintln!("volley: {e}");
-            return exit::INTERRUPTED;
-        }
+    );
+    let mut p = match prepared {
+        Ok(p) => p,
+        Err(e) => return exit::outcome(&e.outcome()),
     };
-    if let Some(m) = &out.threshold_abort {
+    if show_progress {
+        eprint!(
+            "{}",
+            volley_run::progress::header(&p.spec.meta.name, &p.spec.plan.scenarios)
+        );
+    }
+    p.spec
+        .observers
+        .push(Box::new(volley_run::progress::Progress::new(
+            show_progress,
+            cli.live_progress,
+        )));
+    let fin = match volley_run::execute(p.spec, &ctl) {
+        Ok(f) => f,
+        Err(o) => return exit::outcome(&o),
+    };
+    if let Some(m) = &fin.threshold_abort {
         log::error(m);
     }
-    let summary = match Summary::from_result(&out.result) {
+    let summary = match Summary::from_result(&fin.result) {
         Ok(s) => s,
         Err(e) => return exit::fail(&e),
     };
@@ -253,7 +243,7 @@ pub fn run(mut a: RunArgs) -> i32 {
     );
     // --no-summary: neither handleSummary nor the text summary (as k6).
     let handled = k6.no_summary
-        || match out.handle_summary(&summary, tty.0, tty.1) {
+        || match p.script.handle_summary(&summary, tty.0, tty.1) {
             Ok(Some(outs)) => {
                 if let Err(e) = volley_js::handle_summary::write_outputs(&outs) {
                     log::error(&e);
@@ -269,60 +259,31 @@ pub fn run(mut a: RunArgs) -> i32 {
     if !a.quiet && !handled {
         exit::print(&summary.render(summary_mode));
     }
-    if let Some(path) = &a.summary_export {
-        let text = serde_json::to_string_pretty(&summary.export()).unwrap_or_default();
-        if let Err(e) = std::fs::write(path, text + "\n") {
-            return exit::fail(&format!("cannot write {}: {e}", path.display()));
-        }
-    }
-    if let Some(path) = &a.save {
-        if let Err(e) = out.result.write(path) {
-            return exit::fail(&format!("cannot save {}: {e}", path.display()));
-        }
-    }
-    // The report is written whatever the verdict: a failed run is when it is most wanted.
-    if crate::report_cmd::after_run(&out.result, a.report.as_deref(), a.quiet, exit::OK) != exit::OK
-    {
-        return exit::FAILURE;
-    }
-    if crate::history_cmd::after_run(&out.result, a.history.as_deref(), &a.labels, a.quiet, 0)
-        != exit::OK
-    {
-        return exit::FAILURE;
-    }
-    if let Some(e) = &out.teardown_error {
-        log::log(
-            log::Level::Error,
-            &format!("teardown: {e}"),
-            &[("hint", "script exception")],
-        );
-        if volley_js::is_teardown_timeout(e) {
-            return TEARDOWN_TIMEOUT;
-        }
-        return SCRIPT_EXCEPTION;
-    }
-    if let Some(e) = &out.aborted {
-        log::error(&format!("test aborted: {e}"));
-        return ABORTED;
-    }
     // A signal while the summary and outputs were written counts too.
-    let interrupted = out.result.meta.interrupted || ctl.was_interrupted();
-    if let Some(m) = out.thresholds_message() {
-        for t in out.result.thresholds.iter().filter(|t| !t.ok) {
-            if let Some(note) = drift_note(t) {
-                log::error(&note);
+    let outcome = after.finish(&fin.result, fin.outcome, ctl.was_interrupted());
+    if matches!(outcome, Outcome::Failure(_)) {
+        return exit::outcome(&outcome);
+    }
+    // Crossed thresholds are reported when they decide the exit code or lose only to an
+    // interruption (as k6: 105 even with thresholds crossed).
+    let interrupted = matches!(outcome, Outcome::Interrupted);
+    let crossed = matches!(
+        outcome,
+        Outcome::ThresholdsFailed(_) | Outcome::ThresholdsAborted(_)
+    );
+    if crossed || interrupted {
+        if let Some(m) = volley_run::execute::thresholds_message(&fin.result) {
+            for t in fin.result.thresholds.iter().filter(|t| !t.ok) {
+                if let Some(note) = drift_note(t) {
+                    log::error(&note);
+                }
+            }
+            if interrupted {
+                log::error(&m);
             }
         }
-        log::error(&m);
-        // As k6: an interrupted run exits 105 even with thresholds crossed.
-        if !interrupted {
-            return THRESHOLDS_FAILED;
-        }
     }
-    if interrupted {
-        return exit::INTERRUPTED;
-    }
-    exit::OK
+    exit::outcome(&outcome)
 }
 
 #[cfg(test)]

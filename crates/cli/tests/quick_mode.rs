@@ -510,3 +510,106 @@ fn sigterm_cuts_requests_a_silent_server_never_answers_within_the_grace() {
     assert_eq!(j["interrupted_requests"], 4, "{j}");
     assert!(file.exists(), "the result file is written");
 }
+
+/// `volley http` takes k6's threshold grammar (sub-metrics too) and writes k6's
+/// `--summary-export` shape and JUnit from the run layer's shared code; today's drift checks
+/// still work beside them.
+#[test]
+fn k6_thresholds_summary_export_and_junit_in_quick_mode() {
+    let _serial = exclusive();
+    let t = target();
+    let dir = scratch("quick-k6");
+    let (export, junit, save) = (
+        dir.join("export.json"),
+        dir.join("junit.xml"),
+        dir.join("run.json"),
+    );
+    let url = format!("{}/", t.url());
+    let o = run(&[
+        "http",
+        &url,
+        "-n",
+        "40",
+        "-c",
+        "2",
+        "--quiet",
+        "--threshold",
+        "http_req_duration:p(95)<0.000001",
+        "--threshold",
+        "http_reqs{status:200}:count==40",
+        "--threshold",
+        "http_req_failed:rate<0.01",
+        "--threshold",
+        "http_reqs:count==40",
+        "--summary-export",
+        export.to_str().unwrap(),
+        "--out",
+        &format!("junit={}", junit.display()),
+        "--save",
+        save.to_str().unwrap(),
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(99), "{err}");
+    assert!(err.contains("✗ http_req_duration p(95)<0.000001"), "{err}");
+    assert!(
+        err.contains("thresholds on metrics 'http_req_duration' have been crossed"),
+        "{err}"
+    );
+    // k6's export: metrics by name, trend stats, counter count/rate, rate value/passes/fails,
+    // each threshold's verdict as `true` when crossed (k6's "failed" flag).
+    let e: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+    let d = &e["metrics"]["http_req_duration"];
+    for k in ["avg", "min", "med", "max", "p(90)", "p(95)"] {
+        assert!(d[k].is_number(), "{k}: {d}");
+    }
+    assert_eq!(d["thresholds"]["p(95)<0.000001"], true, "{d}");
+    assert_eq!(e["metrics"]["http_reqs"]["count"], 40.0);
+    assert!(e["metrics"]["http_reqs"]["rate"].is_number());
+    assert_eq!(e["metrics"]["http_reqs"]["thresholds"]["count==40"], false);
+    let f = &e["metrics"]["http_req_failed"];
+    assert_eq!(f["value"], 0.0, "{f}");
+    assert_eq!(f["thresholds"]["rate<0.01"], false, "{f}");
+    let sub = &e["metrics"]["http_reqs{status:200}"];
+    assert_eq!(sub["count"], 40.0, "{sub}");
+    assert_eq!(sub["thresholds"]["count==40"], false, "{sub}");
+    assert_eq!(e["root_group"]["id"], "d41d8cd98f00b204e9800998ecf8427e");
+    // The verdicts are in the result file, and JUnit names the crossed one.
+    let r = volley_metrics::RunResult::read(&save).unwrap();
+    assert_eq!(r.thresholds.len(), 4, "{:?}", r.thresholds);
+    assert_eq!(r.thresholds.iter().filter(|t| !t.ok).count(), 1);
+    let x = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        x.contains("<testsuite") && x.contains("failures=\"1\""),
+        "{x}"
+    );
+
+    // Passing k6 thresholds and a drift check (today's form, judged per series): exit 0.
+    let o = run(&[
+        "http",
+        &url,
+        "-z",
+        "3s",
+        "-q",
+        "20",
+        "-c",
+        "1",
+        "--quiet",
+        "--threshold",
+        "http_req_failed:rate==0",
+        "--threshold",
+        "http_req_duration:drift(p95)<100000%",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // A metric quick mode does not record, or a tag it does not set, is a usage error.
+    for bad in [
+        "iterations:count>1",
+        "http_req_duration{status:200}:avg<100",
+        "http_req_duration:p(95)<",
+    ] {
+        let o = run(&["http", &url, "-n", "1", "--threshold", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--threshold"), "{bad}: {}", stderr(&o));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

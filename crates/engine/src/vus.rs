@@ -7,8 +7,10 @@
 //!
 //! Threads: one worker per core, each a current-thread tokio runtime with a `LocalSet`; every
 //! VU is a local task on one worker. Workers record into a thread-local [`Recorder`] (shared
-//! with the bodies through [`WorkerEnv`]) and hand a snapshot to the coordinator once per
-//! second, as quick mode does; the coordinator itself records the `vus` and `vus_max` gauges.
+//! with the bodies through [`WorkerEnv`], and given the plan's raw-output sink and series guard
+//! when the worker starts, so every body gets them) and hand a snapshot to the coordinator once
+//! per second, as quick mode does; the coordinator itself records the `vus` and `vus_max`
+//! gauges.
 //!
 //! VUs: every scenario owns a block of VU ids (`vus_max` is the sum of what the scenarios
 //! need), handed to the workers round-robin. The looping executors run one task per VU
@@ -49,7 +51,7 @@ use volley_metrics::{
 use worker::Pool;
 
 /// Everything a VU run needs besides the bodies themselves.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct VuPlan {
     /// Run concurrently, each from its `start_time` (at least one).
     pub scenarios: Vec<Scenario>,
@@ -63,6 +65,25 @@ pub struct VuPlan {
     /// Targets to watch (`--monitor`): sampled on their own thread from the start of setup,
     /// reporting to the coordinator as one more worker, as in quick mode.
     pub monitor: crate::MonitorPlan,
+    /// Raw per-sample outputs (`--out json/csv`): each worker's recorder gets the sink this
+    /// makes when the worker starts, whatever the body (script VUs, quick mode).
+    pub sample_sink: Option<SinkMaker>,
+    /// The run's cardinality guard, shared by every worker's recorder (issue #13).
+    pub series_guard: Option<Arc<volley_metrics::SeriesGuard>>,
+}
+
+/// Makes one worker's [`SampleSink`](volley_metrics::SampleSink) (called on the worker
+/// thread: a sink buffers per worker and need not be `Send`); `None` when there is nothing to
+/// feed.
+#[derive(Clone)]
+pub struct SinkMaker(
+    pub Arc<dyn Fn() -> Option<Box<dyn volley_metrics::SampleSink>> + Send + Sync>,
+);
+
+impl std::fmt::Debug for SinkMaker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SinkMaker")
+    }
 }
 
 impl VuPlan {
@@ -200,6 +221,12 @@ pub trait VuFactory: Send + Sync + 'static {
         id: u64,
         scenario: Option<usize>,
     ) -> Result<Self::Body, String>;
+
+    /// Did a body ask the test to stop (k6's `exec.test.abort()`), as opposed to failing?
+    /// An abort in setup is then an abort, not a script error.
+    fn aborted_by_body(&self) -> bool {
+        false
+    }
 }
 
 /// Where the run ended up.

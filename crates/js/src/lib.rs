@@ -27,6 +27,9 @@
 //!   `iterations`, `stages`) and CLI overrides → the engine's
 //!   [`Scenario`](volley_engine::executor::Scenario)s.
 //! - [`handle_summary`]: calling the script's `handleSummary(data)` and writing its outputs.
+//! - this file: [`prepare`] (script → options → a [`volley_run::RunSpec`] of the plan, the
+//!   [`vu::JsFactory`], thresholds and outputs, which the caller runs with
+//!   [`volley_run::execute`]), and [`run`], both in one call for tests and the demo tour.
 
 mod check;
 pub(crate) mod event_loop;
@@ -41,17 +44,19 @@ pub mod vu;
 pub use options::CliOptions;
 pub use script::{Script, ScriptError};
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
-use volley_engine::vus::{run_vus_with, VuPlan};
+use volley_engine::vus::VuPlan;
 use volley_engine::RunControl;
-use volley_metrics::{MetricKind, RunMeta, RunResult, TagSet};
-use volley_run::{out_json, outputs, progress, thresholds, Summary};
+use volley_metrics::{MetricKind, RunMeta, RunResult};
+use volley_run::{out_json, outputs, thresholds, Outcome, RunSpec, Summary};
 
-/// Why a run could not start or finish (each maps to one of k6's exit codes).
+pub use volley_run::outcome::{is_teardown_timeout, timeout_message};
+
+/// Why a run could not start or finish (each maps to one of k6's exit codes through
+/// [`RunError::outcome`]).
 #[derive(Debug)]
 pub enum RunError {
     /// A script exception or syntax error in init or setup (k6 exit code 107).
@@ -67,17 +72,28 @@ pub enum RunError {
     Interrupted(String),
 }
 
-/// k6's message for a setup/teardown timeout (`volley run` maps it to exit 100/101).
-pub fn timeout_message(phase: &str, d: Duration) -> String {
-    format!(
-        "{phase}() execution timed out after {} seconds",
-        d.as_secs_f64()
-    )
-}
+impl RunError {
+    /// The run layer's ending for this error (and so its exit code).
+    pub fn outcome(self) -> Outcome {
+        match self {
+            RunError::Script(s) => Outcome::ScriptError(s),
+            RunError::Config(s) => Outcome::ConfigError(s),
+            RunError::Other(s) => Outcome::Failure(s),
+            RunError::SetupTimeout(s) => Outcome::SetupTimeout(s),
+            RunError::Interrupted(s) => Outcome::InterruptedBeforeStart(s),
+        }
+    }
 
-/// Is `e` a teardown timeout ([`timeout_message`])?
-pub fn is_teardown_timeout(e: &str) -> bool {
-    e.starts_with("teardown() execution timed out")
+    /// The error for a run layer's ending without a result.
+    fn from_outcome(o: Outcome) -> RunError {
+        match o {
+            Outcome::ScriptError(s) => RunError::Script(s),
+            Outcome::ConfigError(s) => RunError::Config(s),
+            Outcome::SetupTimeout(s) => RunError::SetupTimeout(s),
+            Outcome::InterruptedBeforeStart(s) => RunError::Interrupted(s),
+            o => RunError::Other(format!("{o:?}")),
+        }
+    }
 }
 
 impl std::fmt::Display for RunError {
@@ -105,42 +121,16 @@ pub fn environment(pairs: &[(String, String)], include_system: bool) -> BTreeMap
     env
 }
 
-/// A finished run.
-pub struct RunOutput {
-    pub result: RunResult,
-    /// An exception in teardown (the run itself completed).
-    pub teardown_error: Option<String>,
-    /// An abort during iterations (`Outcome::Abort`).
-    pub aborted: Option<String>,
-    /// Crossed thresholds with `abortOnFail` stopped the test (k6's message).
-    pub threshold_abort: Option<String>,
+/// The script's side of a run, kept after [`volley_run::execute`] consumed the spec: what
+/// only the script can do with the result (`handleSummary`).
+#[derive(Clone)]
+pub struct ScriptView {
     shared: Arc<vu::ScriptShared>,
     /// Ctrl-C during `handleSummary` interrupts it.
     ctl: RunControl,
 }
 
-impl RunOutput {
-    /// Did any threshold fail?
-    pub fn thresholds_failed(&self) -> bool {
-        self.result.thresholds.iter().any(|t| !t.ok)
-    }
-
-    /// k6's message for failed thresholds, if any failed.
-    pub fn thresholds_message(&self) -> Option<String> {
-        let mut names: Vec<&str> = Vec::new();
-        for t in self.result.thresholds.iter().filter(|t| !t.ok) {
-            if !names.contains(&t.metric.as_str()) {
-                names.push(&t.metric);
-            }
-        }
-        (!names.is_empty()).then(|| {
-            format!(
-                "thresholds on metrics '{}' have been crossed",
-                names.join(", ")
-            )
-        })
-    }
-
+impl ScriptView {
     /// Call the script's `handleSummary(data)`: `Ok(None)` when it has none.
     pub fn handle_summary(
         &self,
@@ -156,7 +146,50 @@ impl RunOutput {
     }
 }
 
-/// Compile `path`, resolve options, run, and return the result (mode "run").
+/// A script ready to run: the run layer's input, and the script's view for after the run.
+pub struct Prepared {
+    pub spec: RunSpec<vu::JsFactory>,
+    pub script: ScriptView,
+}
+
+/// A finished run.
+pub struct RunOutput {
+    pub result: RunResult,
+    /// How it ended (the exit code).
+    pub outcome: Outcome,
+    /// An exception in teardown (the run itself completed).
+    pub teardown_error: Option<String>,
+    /// An abort during iterations (`Outcome::Abort`).
+    pub aborted: Option<String>,
+    /// Crossed thresholds with `abortOnFail` stopped the test (k6's message).
+    pub threshold_abort: Option<String>,
+    pub script: ScriptView,
+}
+
+impl RunOutput {
+    /// Did any threshold fail?
+    pub fn thresholds_failed(&self) -> bool {
+        self.result.thresholds.iter().any(|t| !t.ok)
+    }
+
+    /// k6's message for failed thresholds, if any failed.
+    pub fn thresholds_message(&self) -> Option<String> {
+        volley_run::execute::thresholds_message(&self.result)
+    }
+
+    /// Call the script's `handleSummary(data)`: `Ok(None)` when it has none.
+    pub fn handle_summary(
+        &self,
+        summary: &Summary,
+        stdout_tty: bool,
+        stderr_tty: bool,
+    ) -> Result<Option<handle_summary::Outputs>, String> {
+        self.script.handle_summary(summary, stdout_tty, stderr_tty)
+    }
+}
+
+/// [`prepare`] and [`volley_run::execute`] in one call (no observers but k6's progress when
+/// `cli.show_progress`): for tests and the demo tour.
 pub fn run(
     path: &Path,
     env: BTreeMap<String, String>,
@@ -165,6 +198,40 @@ pub fn run(
     command: Vec<String>,
     ctl: &RunControl,
 ) -> Result<RunOutput, RunError> {
+    let mut p = prepare(path, env, cli, threads, command, ctl)?;
+    if cli.show_progress {
+        eprint!(
+            "{}",
+            volley_run::progress::header(&p.spec.meta.name, &p.spec.plan.scenarios)
+        );
+    }
+    p.spec
+        .observers
+        .push(Box::new(volley_run::progress::Progress::new(
+            cli.show_progress,
+            cli.live_progress,
+        )));
+    let f = volley_run::execute(p.spec, ctl).map_err(RunError::from_outcome)?;
+    Ok(RunOutput {
+        result: f.result,
+        outcome: f.outcome,
+        teardown_error: f.teardown_error,
+        aborted: f.aborted,
+        threshold_abort: f.threshold_abort,
+        script: p.script,
+    })
+}
+
+/// Compile `path`, resolve its options with the CLI's, and build the run (mode "run"):
+/// the plan, the VU factory, thresholds and outputs. Nothing is sent yet.
+pub fn prepare(
+    path: &Path,
+    env: BTreeMap<String, String>,
+    cli: &CliOptions,
+    threads: usize,
+    command: Vec<String>,
+    ctl: &RunControl,
+) -> Result<Prepared, RunError> {
     ctl.status()
         .set_phase(volley_engine::control::RunPhase::Init);
     let mut script = script::load_interruptible(path, env, Some(ctl)).map_err(|e| {
@@ -251,22 +318,23 @@ pub fn run(
             t.metric
         )));
     }
-    if let Some(path) = &cli.out_json {
-        let mut out = out_json::JsonOut::create(path).map_err(RunError::Other)?;
-        out.set_thresholds(&ths);
-        resolved.settings.json_out = Some(Arc::new(out));
-    }
+    let json_out = match &cli.out_json {
+        Some(path) => {
+            let mut out = out_json::JsonOut::create(path).map_err(RunError::Other)?;
+            out.set_thresholds(&ths);
+            Some(Arc::new(out))
+        }
+        None => None,
+    };
     // Series keys (issue #13): a named request's URL keys its series only when a threshold
     // selects by `url`; every metric's tag sets are capped by one guard shared by the workers.
     resolved.settings.url_keys_series = ths.iter().any(|t| t.tags.iter().any(|(k, _)| k == "url"));
     let started = std::time::Instant::now();
-    resolved.settings.series_guard = Some(Arc::new(volley_metrics::SeriesGuard::new(
+    let series_guard = Arc::new(volley_metrics::SeriesGuard::new(
         resolved.settings.max_series,
         Box::new(move |m| eprintln!("WARN[{:04}] {m}", started.elapsed().as_secs())),
-    )));
-    let json_out = resolved.settings.json_out.clone();
-    let mut outs = outputs::Outputs::start(&cli.outputs).map_err(RunError::Other)?;
-    resolved.settings.csv_out = outs.csv.clone();
+    ));
+    let outs = outputs::Outputs::start(&cli.outputs).map_err(RunError::Other)?;
     let _ = script.shared.settings.set(resolved.settings.clone());
     modules::execution::set_options(&script.shared, &script.options);
     for o in &resolved.ignored {
@@ -293,9 +361,6 @@ pub fn run(
             });
         }
     }
-    if cli.show_progress {
-        eprint!("{}", progress::header(&script.main, &resolved.scenarios));
-    }
     script
         .shared
         .http
@@ -310,180 +375,46 @@ pub fn run(
         iteration_tags: tags,
         scenario_tag: resolved.settings.keeps_system_tag("scenario"),
         monitor: cli.monitor.clone(),
+        sample_sink: None,
+        series_guard: Some(series_guard),
     };
     let factory = Arc::new(vu::JsFactory {
         shared: script.shared.clone(),
     });
-    // Once a second: abortOnFail thresholds, and the vus gauges for --out json.
-    let mut threshold_abort: Option<String> = None;
-    let mut aborted_at: Vec<bool> = vec![false; ths.len()];
-    let abort_ths: Vec<usize> = (0..ths.len()).filter(|i| ths[*i].abort_on_fail).collect();
-    let warmup_s = volley_monitor::drift::live_warmup(plan.max_duration().as_secs_f64());
-    let mut live = progress::Live::new(cli.show_progress && cli.live_progress);
-    let mut hook = |tick: &volley_engine::vus::Tick<'_>| -> bool {
-        let (agg, elapsed) = (tick.agg, tick.elapsed);
-        live.draw(tick);
-        outs.tick(agg, elapsed);
-        if let Some(out) = &json_out {
-            for name in ["vus", "vus_max"] {
-                if let Some(volley_metrics::Agg::Gauge { last, .. }) =
-                    agg.total(&volley_metrics::MetricKey::new(name))
-                {
-                    out.point(name, MetricKind::Gauge, &TagSet::new(), *last);
-                }
-            }
-        }
-        if abort_ths.is_empty() || threshold_abort.is_some() {
-            return false;
-        }
-        let mut crossed = Vec::new();
-        for &i in &abort_ths {
-            let th = &ths[i];
-            if elapsed < th.delay_abort_eval {
-                continue;
-            }
-            if th.drift.is_some() {
-                if th.check_live(agg, elapsed.as_secs_f64(), warmup_s) == Some(false) {
-                    aborted_at[i] = true;
-                    if !crossed.contains(&th.metric) {
-                        crossed.push(th.metric.clone());
-                    }
-                }
-                continue;
-            }
-            let merged = thresholds::merged(
-                th,
-                agg.totals()
-                    .map(|(d, a)| (d.key.name.as_str(), &d.key.tags, a)),
-            );
-            // As k6: during the run, a metric without samples is not judged yet.
-            let Some(m) = merged.filter(|m| m.samples() > 0) else {
-                continue;
-            };
-            if !th.check(Some(&m), elapsed.as_secs_f64()).0 {
-                aborted_at[i] = true;
-                if !crossed.contains(&th.metric) {
-                    crossed.push(th.metric.clone());
-                }
-            }
-        }
-        if crossed.is_empty() {
-            return false;
-        }
-        threshold_abort = Some(format!(
-            "thresholds on metrics '{}' were crossed; at least one has abortOnFail enabled, \
-             stopping test prematurely",
-            crossed.join(", ")
-        ));
-        true
-    };
-    let r = run_vus_with(&plan, factory, ctl, Some(&mut hook)).map_err(RunError::Other)?;
-    live.clear();
-    if cli.show_progress {
-        eprint!("{}", progress::finished(&r, &resolved.scenarios));
-    }
-    if let Some((phase, e)) = &r.aborted {
-        if phase == "setup" && e.starts_with("setup() execution timed out") {
-            return Err(RunError::SetupTimeout(e.clone()));
-        }
-        // exec.test.abort() in setup is an abort (exit 108), not a script error.
-        if (phase == "init" || phase == "setup")
-            && !modules::execution::script_aborted(&script.shared)
-        {
-            return Err(RunError::Script(e.clone()));
-        }
-    }
-    let meta = RunMeta::new("run", script.main.clone(), command)
-        .timed(r.started, r.ended, r.elapsed, r.interrupted)
-        .with_peak_rss(volley_engine::sys::peak_rss_bytes());
-    let mut opts: HashMap<&str, serde_json::Value> = HashMap::new();
-    opts.insert("script", script.options.clone());
-    let first = &resolved.scenarios[0].executor;
-    let executor = if resolved.scenarios.len() == 1 {
-        first.name()
-    } else {
-        "scenarios"
-    };
-    opts.insert("executor", executor.into());
-    opts.insert("vus_max", plan.max_vus().into());
-    opts.insert("duration_s", plan.max_duration().as_secs_f64().into());
-    if let (1, Some(n)) = (resolved.scenarios.len(), first.total_iterations()) {
-        opts.insert("iterations", n.into());
-    }
-    opts.insert(
-        "scenarios",
-        r.scenarios
-            .iter()
-            .zip(&resolved.scenarios)
-            .map(|(st, sc)| {
-                serde_json::json!({
-                    "name": st.name,
-                    "executor": st.executor,
-                    "description": sc.describe(),
-                    "completed_iterations": st.completed,
-                    "interrupted_iterations": st.interrupted,
-                    "dropped_iterations": st.dropped,
-                })
-            })
-            .collect::<Vec<_>>()
-            .into(),
-    );
-    // First-seen order of checks, for k6 v1's summary (the totals are sorted by key).
-    let order: Vec<[String; 2]> = script
-        .shared
-        .check_order
-        .lock()
-        .map(|o| {
-            o.order
-                .iter()
-                .map(|(g, n)| [g.clone(), n.clone()])
-                .collect()
-        })
-        .unwrap_or_default();
-    opts.insert("check_order", serde_json::json!(order));
-    let groups = (script.shared.check_order.lock())
-        .map(|o| o.groups.clone())
-        .unwrap_or_default();
-    opts.insert("group_order", serde_json::json!(groups));
-    let options = serde_json::to_value(opts).unwrap_or_default();
-    let mut result = RunResult::new(meta, options, r.metrics, r.series);
-    // The verdict, on the final totals (a metric without samples counts as zeros, as k6).
-    let aggs: Vec<(String, TagSet, volley_metrics::Agg)> = result
-        .metrics
-        .iter()
-        .filter_map(|m| Some((m.name.clone(), m.tags.clone(), m.to_agg().ok()?)))
-        .collect();
-    let mut verdicts = thresholds::evaluate(
-        &ths,
-        || aggs.iter().map(|(n, t, a)| (n.as_str(), t, a)),
-        result.meta.duration_s,
-    );
-    thresholds::evaluate_drift(&ths, &result, &mut verdicts);
-    result.thresholds = ths
-        .iter()
-        .zip(&verdicts)
-        .zip(&aborted_at)
-        .map(|((t, v), ab)| volley_metrics::ThresholdResult {
-            metric: t.metric.clone(),
-            expression: t.source.clone(),
-            ok: v.ok && !ab,
-            // Drift thresholds without data observe nothing (NaN).
-            observed: v.observed.is_finite().then_some(v.observed),
-            aborted: *ab,
-        })
-        .collect();
-    for e in outs.finish(&result) {
-        volley_engine::log::warn(&e);
-    }
-    if let Some(e) = json_out.as_ref().and_then(|o| o.error()) {
-        volley_engine::log::warn(&e);
-    }
-    Ok(RunOutput {
-        result,
-        teardown_error: r.teardown_error,
-        aborted: r.aborted.map(|(_, e)| e),
-        threshold_abort,
-        shared: script.shared.clone(),
-        ctl: ctl.clone(),
+    let mut options = serde_json::Map::new();
+    options.insert("script".into(), script.options.clone());
+    // First-seen order of checks and groups, for k6 v1's summary (the totals are sorted by
+    // key): known once the run is over.
+    let shared = script.shared.clone();
+    let late: volley_run::execute::LateOptions = Box::new(move |opts| {
+        let (order, groups) = match shared.check_order.lock() {
+            Ok(o) => (
+                o.order
+                    .iter()
+                    .map(|(g, n)| [g.clone(), n.clone()])
+                    .collect::<Vec<_>>(),
+                o.groups.clone(),
+            ),
+            Err(_) => Default::default(),
+        };
+        opts.insert("check_order".into(), serde_json::json!(order));
+        opts.insert("group_order".into(), serde_json::json!(groups));
+    });
+    Ok(Prepared {
+        spec: RunSpec {
+            plan,
+            factory,
+            thresholds: ths,
+            outputs: outs,
+            json_out,
+            observers: Vec::new(),
+            meta: RunMeta::new("run", script.main.clone(), command),
+            options,
+            late_options: Some(late),
+        },
+        script: ScriptView {
+            shared: script.shared.clone(),
+            ctl: ctl.clone(),
+        },
     })
 }

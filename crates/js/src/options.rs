@@ -111,18 +111,12 @@ pub struct RunSettings {
     /// `batch` / `batchPerHost` (read by `http.batch`).
     pub batch: u64,
     pub batch_per_host: u64,
-    /// `--out json`: where every sample goes.
-    pub json_out: Option<Arc<volley_run::out_json::JsonOut>>,
-    /// `--out csv`: k6's CSV of every sample.
-    pub csv_out: Option<Arc<volley_run::outputs::csv::CsvOut>>,
     /// `maxSeriesPerMetric` / `--max-series`: tag sets a metric keeps before new ones fold
     /// into its overflow series (see [`volley_metrics::guard`]).
     pub max_series: usize,
     /// Does the `url` tag key the series of a request that has a `name`? Only when a
     /// threshold names the `url` tag (k6 groups by `name`; the URL stays in raw outputs).
     pub url_keys_series: bool,
-    /// The run's cardinality guard (made once the thresholds are known).
-    pub series_guard: Option<Arc<volley_metrics::SeriesGuard>>,
 }
 
 impl Default for RunSettings {
@@ -150,11 +144,8 @@ impl Default for RunSettings {
             teardown_timeout: Duration::from_secs(60),
             batch: 20,
             batch_per_host: 6,
-            json_out: None,
-            csv_out: None,
             max_series: volley_metrics::DEFAULT_MAX_SERIES,
             url_keys_series: false,
-            series_guard: None,
         }
     }
 }

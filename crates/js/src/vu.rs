@@ -570,20 +570,11 @@ impl VuFactory for JsFactory {
     type Body = JsVu;
 
     fn create(&self, env: &WorkerEnv, id: u64, scenario: Option<usize>) -> Result<JsVu, String> {
-        // --out json / csv: every sample also goes to the per-sample outputs.
-        let mut rec = env.recorder.borrow_mut();
-        if !rec.has_sink() {
-            if let Some(sink) = volley_run::outputs::sample_sink(
-                self.shared.settings().json_out.as_ref(),
-                self.shared.settings().csv_out.as_ref(),
-            ) {
-                rec.set_sink(sink);
-            }
-        }
-        if let (false, Some(g)) = (rec.has_guard(), &self.shared.settings().series_guard) {
-            rec.set_guard(g.clone());
-        }
-        drop(rec);
+        // The raw outputs and the series guard are on the recorder already (the plan's).
         JsVu::new(id, self.shared.clone(), env, scenario).map_err(|e| e.0)
+    }
+
+    fn aborted_by_body(&self) -> bool {
+        crate::modules::execution::script_aborted(&self.shared)
     }
 }

@@ -17,15 +17,26 @@
 //! - [`progress`]: k6's execution header and one progress line per scenario.
 //! - [`md5`]: k6 names groups and checks by the MD5 of their path.
 //! - [`Observer`]: what watches a run once per second and at its end.
+//! - [`execute`]: runs a plan with a body factory to a judged result ([`execute::execute`]):
+//!   the engine's scheduler, one per-second hook feeding observers, outputs and `abortOnFail`,
+//!   then the result, the verdicts and the [`Outcome`].
+//! - [`outcome`]: how a run ended, and the one table from that to the exit code.
+//! - [`after`]: the chain every command runs around a run: the pre-run check of the output
+//!   targets, then `--save`, `--summary-export`, `--report`, `--history` and the final outcome.
 
+pub mod after;
+pub mod execute;
 pub mod md5;
 pub mod out_json;
+pub mod outcome;
 pub mod outputs;
 pub mod progress;
 pub mod summary;
 mod summary_v1;
 pub mod thresholds;
 
+pub use execute::{execute, Finished, RunSpec};
+pub use outcome::Outcome;
 pub use summary::Summary;
 pub use summary_v1::SummaryMode;
 
@@ -34,6 +45,13 @@ pub use summary_v1::SummaryMode;
 pub trait Observer {
     /// A second of run time has been merged (`tick.agg` holds the totals and the series).
     fn tick(&mut self, _tick: &volley_engine::vus::Tick<'_>) {}
+    /// The scheduler returned (before the result is built and judged).
+    fn ended(
+        &mut self,
+        _run: &volley_engine::vus::VuRunResult,
+        _plan: &volley_engine::vus::VuPlan,
+    ) {
+    }
     /// The run is over and its result final (thresholds judged).
     fn finish(&mut self, _result: &volley_metrics::RunResult) {}
 }

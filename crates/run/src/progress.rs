@@ -117,6 +117,36 @@ impl Live {
     }
 }
 
+/// The progress of a script-style run as an [`Observer`](crate::Observer): the live lines
+/// while it runs (on a terminal), k6's final lines per scenario when the scheduler returns.
+pub struct Progress {
+    live: Live,
+    /// Print the final lines (not with `--quiet`).
+    show: bool,
+}
+
+impl Progress {
+    pub fn new(show: bool, live: bool) -> Progress {
+        Progress {
+            live: Live::new(show && live),
+            show,
+        }
+    }
+}
+
+impl crate::Observer for Progress {
+    fn tick(&mut self, tick: &Tick<'_>) {
+        self.live.draw(tick);
+    }
+
+    fn ended(&mut self, run: &VuRunResult, plan: &volley_engine::vus::VuPlan) {
+        self.live.clear();
+        if self.show {
+            eprint!("{}", finished(run, &plan.scenarios));
+        }
+    }
+}
+
 /// The final line per scenario: what ran, complete / interrupted / dropped iterations.
 pub fn finished(r: &VuRunResult, scenarios: &[Scenario]) -> String {
     let width = scenarios.iter().map(|s| s.name.len()).max().unwrap_or(0);

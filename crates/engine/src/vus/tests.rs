@@ -57,7 +57,7 @@ fn run(scenarios: Vec<Scenario>, work: Vec<Duration>) -> (VuRunResult, Arc<FakeF
         threads: 2,
         iteration_tags: TagSet::new(),
         scenario_tag: true,
-        monitor: Default::default(),
+        ..Default::default()
     };
     let f = Arc::new(FakeFactory {
         work,
@@ -376,7 +376,7 @@ fn ctrl_c_ends_idle_waits_at_once_and_gives_requests_a_short_grace() {
         threads: 2,
         iteration_tags: TagSet::new(),
         scenario_tag: true,
-        monitor: Default::default(),
+        ..Default::default()
     };
     let ends = Arc::new(Mutex::new(Vec::new()));
     let ctl = RunControl::new();
@@ -413,4 +413,58 @@ fn ctrl_c_ends_idle_waits_at_once_and_gives_requests_a_short_grace() {
         long.iter().all(|d| (grace - 0.1..grace + 1.0).contains(d)),
         "long: {long:?}"
     );
+}
+
+/// Counts the `iterations` samples a worker's recorder hands its sink.
+struct CountSink(Arc<AtomicU64>);
+
+impl volley_metrics::SampleSink for CountSink {
+    fn sample(
+        &mut self,
+        _: u32,
+        desc: &volley_metrics::MetricDesc,
+        _: Option<&Arc<TagSet>>,
+        _: f64,
+    ) {
+        if desc.key.name == "iterations" {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    fn flush(&mut self) {}
+}
+
+#[test]
+fn the_plans_sample_sink_sees_every_worker_whatever_the_body() {
+    // The body sets nothing on its recorder: the plan's sink is the engine's job.
+    let seen = Arc::new(AtomicU64::new(0));
+    let made = Arc::new(AtomicU64::new(0));
+    let (seen2, made2) = (seen.clone(), made.clone());
+    let plan = VuPlan {
+        scenarios: vec![Scenario::new(
+            "s",
+            Executor::SharedIterations(SharedIterations {
+                vus: 4,
+                iterations: 30,
+                max_duration: secs(30),
+            }),
+        )],
+        threads: 2,
+        sample_sink: Some(SinkMaker(Arc::new(move || {
+            made2.fetch_add(1, Ordering::Relaxed);
+            Some(Box::new(CountSink(seen2.clone())) as Box<dyn volley_metrics::SampleSink>)
+        }))),
+        series_guard: Some(Arc::new(volley_metrics::SeriesGuard::new(
+            10,
+            Box::new(|_| {}),
+        ))),
+        ..Default::default()
+    };
+    let f = Arc::new(FakeFactory {
+        work: vec![Duration::from_millis(1)],
+        log: Default::default(),
+        created: Default::default(),
+    });
+    run_vus(&plan, f, &RunControl::new()).unwrap();
+    assert_eq!(made.load(Ordering::Relaxed), 2, "one sink per worker");
+    assert_eq!(seen.load(Ordering::Relaxed), 30, "every iteration sample");
 }

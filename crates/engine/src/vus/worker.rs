@@ -44,6 +44,16 @@ pub(super) fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sende
         ctl: s.ctl.clone(),
         waits: s.waits.clone(),
     };
+    // The plan's raw outputs and series guard, before any body records.
+    {
+        let mut rec = env.recorder.borrow_mut();
+        if let Some(sink) = s.plan.sample_sink.as_ref().and_then(|m| (m.0)()) {
+            rec.set_sink(sink);
+        }
+        if let Some(g) = &s.plan.series_guard {
+            rec.set_guard(g.clone());
+        }
+    }
     let local = tokio::task::LocalSet::new();
     // Bodies are created inside the runtime context (they may spawn or use timers later).
     let _guard = rt.enter();
