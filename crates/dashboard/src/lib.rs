@@ -29,7 +29,9 @@ use feed::{Cursor, History, Totals, MAX_POINTS};
 use server::Hub;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use volley_metrics::RunResult;
 use volley_run::Observer;
@@ -204,8 +206,17 @@ impl Observer for Dashboard {
     }
 }
 
+/// After the run, how long open event streams get to deliver the `end` event before the
+/// server stops (a browser that reads nothing costs the process at most this).
+const DRAIN: Duration = Duration::from_secs(1);
+
 impl Drop for Dashboard {
     fn drop(&mut self) {
+        let until = Instant::now() + DRAIN;
+        let ended = self.hub.lock().end.is_some();
+        while ended && self.hub.streams.load(Ordering::Relaxed) > 0 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         self.stop.notify_one();
     }
 }

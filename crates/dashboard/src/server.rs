@@ -57,6 +57,8 @@ pub(crate) struct Hub {
     /// Bound to a loopback address: requests must name a loopback host (DNS rebinding).
     pub loopback: bool,
     connections: AtomicUsize,
+    /// Event streams hyper still holds.
+    pub streams: AtomicUsize,
 }
 
 /// One server-sent event.
@@ -78,6 +80,7 @@ impl Hub {
             }),
             loopback,
             connections: AtomicUsize::new(0),
+            streams: AtomicUsize::new(0),
         }
     }
 
@@ -125,7 +128,20 @@ impl State {
 /// A response body: a whole asset or the event stream.
 pub(crate) enum Out {
     Full(Option<Bytes>),
-    Events(mpsc::Receiver<Bytes>),
+    Events {
+        rx: mpsc::Receiver<Bytes>,
+        _open: Open,
+    },
+}
+
+/// Counts an event stream while hyper holds it (the dashboard lets open streams drain a
+/// moment before it stops, so browsers get the `end` event).
+pub(crate) struct Open(Arc<Hub>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.streams.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Body for Out {
@@ -138,7 +154,7 @@ impl Body for Out {
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         match self.get_mut() {
             Out::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
-            Out::Events(rx) => rx.poll_recv(cx).map(|m| m.map(|b| Ok(Frame::data(b)))),
+            Out::Events { rx, .. } => rx.poll_recv(cx).map(|m| m.map(|b| Ok(Frame::data(b)))),
         }
     }
 
@@ -149,7 +165,7 @@ impl Body for Out {
     fn size_hint(&self) -> SizeHint {
         match self {
             Out::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
-            Out::Events(_) => SizeHint::default(),
+            Out::Events { .. } => SizeHint::default(),
         }
     }
 }
@@ -216,7 +232,11 @@ fn loopback_host(req: &Request<hyper::body::Incoming>) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-fn route(hub: &Hub, req: &Request<hyper::body::Incoming>, kill: &Arc<Notify>) -> Response<Out> {
+fn route(
+    hub: &Arc<Hub>,
+    req: &Request<hyper::body::Incoming>,
+    kill: &Arc<Notify>,
+) -> Response<Out> {
     if hub.loopback && !loopback_host(req) {
         return respond(
             StatusCode::FORBIDDEN,
@@ -266,7 +286,7 @@ fn route(hub: &Hub, req: &Request<hyper::body::Incoming>, kill: &Arc<Notify>) ->
     }
 }
 
-fn events(hub: &Hub, kill: &Arc<Notify>) -> Response<Out> {
+fn events(hub: &Arc<Hub>, kill: &Arc<Notify>) -> Response<Out> {
     let mut st = hub.lock();
     if st.clients.len() >= MAX_CLIENTS {
         return respond(
@@ -288,7 +308,11 @@ fn events(hub: &Hub, kill: &Arc<Notify>) -> Response<Out> {
         });
     }
     drop(st);
-    let mut r = Response::new(Out::Events(rx));
+    hub.streams.fetch_add(1, Ordering::Relaxed);
+    let mut r = Response::new(Out::Events {
+        rx,
+        _open: Open(hub.clone()),
+    });
     let h = r.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
