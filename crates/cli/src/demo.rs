@@ -166,6 +166,7 @@ pub fn run(a: DemoArgs) -> i32 {
             labels: Vec::new(),
             quiet: false,
             log: Default::default(),
+            dashboard: Default::default(),
             k6: Default::default(),
         });
     }

@@ -175,6 +175,7 @@ pub fn run(mut a: RunArgs) -> i32 {
         ("--summary-export", &a.summary_export),
         ("--report", &a.report),
         ("--out", &out_json),
+        ("--dashboard-export", &a.dashboard.dashboard_export),
     ]
     .into_iter()
     .filter_map(|(f, p)| Some((f, p.as_deref()?)))
@@ -187,6 +188,10 @@ pub fn run(mut a: RunArgs) -> i32 {
     if let Err(e) = volley_history::preflight::check(&files, a.history.as_deref()) {
         return exit::fail(&e);
     }
+    let mut observers = match crate::dashboard_cmd::start(&a.dashboard) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
     let env = volley_js::environment(&pairs, k6.system_env);
     let cli = CliOptions {
         vus: a.vus,
@@ -212,13 +217,14 @@ pub fn run(mut a: RunArgs) -> i32 {
     };
     let ctl = RunControl::new();
     signals::install(ctl.clone());
-    let out = match volley_js::run(
+    let out = match volley_js::run_observed(
         &a.script,
         env,
         &cli,
         a.threads,
         std::env::args().collect(),
         &ctl,
+        &mut observers,
     ) {
         Ok(o) => o,
         Err(RunError::Script(e)) => {
@@ -283,6 +289,9 @@ pub fn run(mut a: RunArgs) -> i32 {
     // The report is written whatever the verdict: a failed run is when it is most wanted.
     if crate::report_cmd::after_run(&out.result, a.report.as_deref(), a.quiet, exit::OK) != exit::OK
     {
+        return exit::FAILURE;
+    }
+    if crate::dashboard_cmd::after_run(&out.result, &a.dashboard, a.quiet, exit::OK) != exit::OK {
         return exit::FAILURE;
     }
     if crate::history_cmd::after_run(&out.result, a.history.as_deref(), &a.labels, a.quiet, 0)

@@ -165,6 +165,20 @@ pub fn run(
     command: Vec<String>,
     ctl: &RunControl,
 ) -> Result<RunOutput, RunError> {
+    run_observed(path, env, cli, threads, command, ctl, &mut [])
+}
+
+/// [`run`], with observers ticked once a second and told the final result (`--dashboard`;
+/// the run layer takes this over).
+pub fn run_observed(
+    path: &Path,
+    env: BTreeMap<String, String>,
+    cli: &CliOptions,
+    threads: usize,
+    command: Vec<String>,
+    ctl: &RunControl,
+    observers: &mut [Box<dyn volley_run::Observer>], // dashboard
+) -> Result<RunOutput, RunError> {
     ctl.status()
         .set_phase(volley_engine::control::RunPhase::Init);
     let mut script = script::load_interruptible(path, env, Some(ctl)).map_err(|e| {
@@ -324,6 +338,7 @@ pub fn run(
         let (agg, elapsed) = (tick.agg, tick.elapsed);
         live.draw(tick);
         outs.tick(agg, elapsed);
+        observers.iter_mut().for_each(|o| o.tick(tick)); // dashboard
         if let Some(out) = &json_out {
             for name in ["vus", "vus_max"] {
                 if let Some(volley_metrics::Agg::Gauge { last, .. }) =
@@ -475,6 +490,7 @@ pub fn run(
     for e in outs.finish(&result) {
         volley_engine::log::warn(&e);
     }
+    observers.iter_mut().for_each(|o| o.finish(&result)); // dashboard
     if let Some(e) = json_out.as_ref().and_then(|o| o.error()) {
         volley_engine::log::warn(&e);
     }
