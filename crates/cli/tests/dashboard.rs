@@ -104,7 +104,8 @@ fn text_of<'a>(dom: &'a str, id: &str) -> &'a str {
 fn the_live_page_shows_the_run_in_headless_chromium() {
     let t = target();
     let dir = scratch("dashboard-live");
-    let s = script(&dir, &t.url().to_string(), "4s");
+    // Long enough for Chromium to start on a busy machine before the run (and its server) ends.
+    let s = script(&dir, &t.url().to_string(), "10s");
     let port = closed_port();
     let export = dir.join("final.html");
     let mut child = volley()

@@ -14,6 +14,7 @@ const set = (id, text) => { const e = $(id); if (e) e.textContent = text; };
 function num(v) {
   if (!isFinite(v)) return "–";
   const a = Math.abs(v);
+  if (Number.isInteger(v) && a < 1e4) return String(v);
   if (a >= 1e9) return (v / 1e9).toFixed(2) + "G";
   if (a >= 1e6) return (v / 1e6).toFixed(2) + "M";
   if (a >= 1e4) return (v / 1e3).toFixed(1) + "k";
@@ -176,9 +177,10 @@ function render(snap) {
   set("run-sent", bytes(t.sent));
   set("run-iters", num(t.iters));
   const last = state.pts[state.pts.length - 1];
-  if (last) {
-    set("now-rate", num(last.reqs / last.w));
-    set("now-p95", last.lat_n > 0 ? ms(last.lat[2]) : "–");
+  if (last) set("now-rate", num(last.reqs / last.w));
+  // The newest second that had requests (the run's last seconds may have none).
+  for (let i = state.pts.length - 1; i >= 0; i--) {
+    if (state.pts[i].lat_n > 0) { set("now-p95", ms(state.pts[i].lat[2])); break; }
   }
   for (const c of charts()) draw(c);
 }
