@@ -218,8 +218,8 @@ const TEXT: &str = "text/plain; charset=utf-8";
 
 /// Is the `Host` header one a browser sends for a loopback URL? (A page on another site that
 /// rebinds its name to 127.0.0.1 sends its own name.)
-fn loopback_host(req: &Request<hyper::body::Incoming>) -> bool {
-    let Some(host) = req.headers().get(HOST).and_then(|h| h.to_str().ok()) else {
+fn loopback_host(host: Option<&str>) -> bool {
+    let Some(host) = host else {
         return false;
     };
     let name = match host.strip_prefix('[') {
@@ -237,7 +237,8 @@ fn route(
     req: &Request<hyper::body::Incoming>,
     kill: &Arc<Notify>,
 ) -> Response<Out> {
-    if hub.loopback && !loopback_host(req) {
+    let host = req.headers().get(HOST).and_then(|h| h.to_str().ok());
+    if hub.loopback && !loopback_host(host) {
         return respond(
             StatusCode::FORBIDDEN,
             TEXT,
@@ -317,4 +318,30 @@ fn events(hub: &Arc<Hub>, kill: &Arc<Notify>) -> Response<Out> {
     h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     r
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_loopback_host_names_pass_on_a_loopback_address() {
+        let ok = |h: &str| super::loopback_host(Some(h));
+        for h in [
+            "127.0.0.1:5665",
+            "127.0.0.1",
+            "localhost:80",
+            "LOCALHOST",
+            "[::1]:5665",
+        ] {
+            assert!(ok(h), "{h}");
+        }
+        for h in [
+            "evil.example:5665",
+            "10.0.0.1:5665",
+            "[::2]:1",
+            "localhost.evil.example",
+        ] {
+            assert!(!ok(h), "{h}");
+        }
+        assert!(!super::loopback_host(None));
+    }
 }
