@@ -89,6 +89,40 @@ fn chromium_dom(url: &str, dir: &Path) -> Option<String> {
     Some(std::fs::read_to_string(&dom).unwrap())
 }
 
+/// Follows `/events` over raw TCP (HTTP/1.0: no chunked framing) until a snapshot carries
+/// points with requests; returns their sum (0 if none came within 20 s).
+fn live_requests(port: u16) -> f64 {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(s, "GET /events HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut buf = String::new();
+    let mut chunk = [0u8; 16384];
+    while Instant::now() < deadline {
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.push_str(&String::from_utf8_lossy(&chunk[..n])),
+        }
+        for data in buf.split("event: snapshot\ndata: ").skip(1) {
+            let Some(line) = data.split('\n').next().filter(|_| data.contains('\n')) else {
+                continue;
+            };
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let reqs: f64 = v["points"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["reqs"].as_f64().unwrap())
+                .sum();
+            if reqs > 0.0 {
+                return reqs;
+            }
+        }
+    }
+    0.0
+}
+
 /// The text of the element with `id` in a DOM dump.
 fn text_of<'a>(dom: &'a str, id: &str) -> &'a str {
     let at = dom
@@ -132,6 +166,9 @@ fn the_live_page_shows_the_run_in_headless_chromium() {
             Err(_) => panic!("no '{want}' on stderr: {seen:#?}"),
         }
     }
+    // The events themselves (whether or not Chromium is installed): requests arrive live.
+    let live = live_requests(port);
+    assert!(live > 0.0, "no requests in the live snapshots");
     let dom = chromium_dom(&want["dashboard: ".len()..], &dir);
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
