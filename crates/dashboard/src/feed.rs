@@ -187,11 +187,13 @@ pub struct Totals {
 
 impl Totals {
     /// From a live run's aggregator.
-    pub fn from_agg(agg: &Aggregator) -> Totals {
-        Totals::from_totals(
-            agg.totals()
-                .map(|(d, a)| (d.key.name.as_str(), &d.key.tags, a)),
-        )
+    /// `latency`: also the run-wide percentiles (the one costly part: the histograms of every
+    /// tag set merged).
+    pub fn from_agg(agg: &Aggregator, latency: bool) -> Totals {
+        let it = agg
+            .totals()
+            .map(|(d, a)| (d.key.name.as_str(), &d.key.tags, a));
+        Totals::from_totals(it, latency)
     }
 
     /// From a finished run's totals.
@@ -201,11 +203,12 @@ impl Totals {
             .iter()
             .filter_map(|m| Some((m.name.as_str(), &m.tags, m.to_agg().ok()?)))
             .collect();
-        Totals::from_totals(aggs.iter().map(|(n, t, a)| (*n, *t, a)))
+        Totals::from_totals(aggs.iter().map(|(n, t, a)| (*n, *t, a)), true)
     }
 
     fn from_totals<'a>(
         totals: impl Iterator<Item = (&'a str, &'a volley_metrics::TagSet, &'a Agg)>,
+        latency: bool,
     ) -> Totals {
         let mut t = Totals::default();
         let mut lat: Option<Agg> = None;
@@ -230,7 +233,7 @@ impl Totals {
                     checks.1 += total;
                 }
                 // Histograms add exactly across tag sets (one clone per second).
-                (Agg::Trend(_), names::HTTP_REQ_DURATION) => match &mut lat {
+                (Agg::Trend(_), names::HTTP_REQ_DURATION) if latency => match &mut lat {
                     Some(l) => l.merge(a),
                     None => lat = Some(a.clone()),
                 },

@@ -77,7 +77,16 @@ pub struct Dashboard {
     addr: SocketAddr,
     cursor: Cursor,
     stop: Arc<Notify>,
+    /// The run-wide latency last computed, and when it is due again (see [`LATENCY_SHARE`]).
+    latency: (u64, [f64; 6]),
+    latency_due: Instant,
 }
+
+/// The run-wide percentiles merge every tag set's histogram: with many tag sets that takes
+/// milliseconds, so once it takes 1 ms or more they are recomputed only after this many times
+/// their own cost has passed (the dashboard takes at most ~1 % of the run's coordinator; the
+/// per-second figures are always fresh).
+const LATENCY_SHARE: u32 = 100;
 
 impl Dashboard {
     /// Bind `addr` and serve on a thread of its own. A bind failure (port in use, an address
@@ -126,6 +135,8 @@ impl Dashboard {
             addr,
             cursor: Cursor::default(),
             stop,
+            latency: (0, [0.0; 6]),
+            latency_due: Instant::now(),
         })
     }
 
@@ -169,7 +180,18 @@ fn head(elapsed_s: f64, vus: u64, vus_max: u64, totals: &Totals) -> String {
 
 impl Observer for Dashboard {
     fn tick(&mut self, tick: &volley_engine::vus::Tick<'_>) {
-        let totals = Totals::from_agg(tick.agg);
+        let started = Instant::now();
+        let fresh = started >= self.latency_due;
+        let mut totals = Totals::from_agg(tick.agg, fresh);
+        if fresh {
+            self.latency = (totals.lat_n, totals.lat);
+            let cost = started.elapsed();
+            if cost >= Duration::from_millis(1) {
+                self.latency_due = Instant::now() + cost * LATENCY_SHARE;
+            }
+        } else {
+            (totals.lat_n, totals.lat) = self.latency;
+        }
         let h = head(tick.elapsed.as_secs_f64(), tick.vus, tick.vus_max, &totals);
         self.publish(tick.agg.series(), h);
     }

@@ -206,6 +206,10 @@ fn each_tick_sends_the_seconds_figures_as_recorded() {
         1e9
     );
     assert_eq!(s["total"]["reqs"], 100.0);
+    let lat: Vec<f64> = serde_json::from_value(s["total"]["lat"].clone()).unwrap();
+    for (got, want) in lat.iter().zip([50.5, 90.1, 95.05, 99.01, 100.0, 50.5]) {
+        assert!(close(*got, want), "run-wide {lat:?}");
+    }
 
     // The second second: only its own point; totals over both.
     run.record(10, 0, 3.0, 0);
@@ -219,12 +223,18 @@ fn each_tick_sends_the_seconds_figures_as_recorded() {
     );
     assert_eq!(s["total"]["reqs"], 110.0);
     assert_eq!(s["total"]["fail_t"], 5);
+    assert_eq!(d.clients(), 1);
+
+    // The end: the final totals, run-wide latency over both seconds (always recomputed).
+    d.finish(&run.finish());
+    let s = ev.expect("snapshot");
+    assert_eq!(s["total"]["lat_n"], 110);
     let lat: Vec<f64> = serde_json::from_value(s["total"]["lat"].clone()).unwrap();
     assert!(
         close(lat[4], 100.0) && lat[0] > 40.0 && lat[0] < 50.0,
         "{lat:?}"
     );
-    assert_eq!(d.clients(), 1);
+    ev.expect("end");
 }
 
 #[test]
