@@ -71,11 +71,13 @@ fn chromium_dom(url: &str, dir: &Path) -> Option<String> {
             "--no-first-run",
             "--virtual-time-budget=5000",
             "--dump-dom",
+            "--enable-logging=stderr",
+            "--v=0",
         ])
         .arg(format!("--user-data-dir={}", dir.join("profile").display()))
         .arg(url)
         .stdout(std::fs::File::create(&dom).unwrap())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("chromium.log")).unwrap())
         .spawn()
         .expect("chromium starts");
     let deadline = Instant::now() + Duration::from_secs(90);
@@ -85,6 +87,10 @@ fn chromium_dom(url: &str, dir: &Path) -> Option<String> {
             panic!("chromium did not finish in 90 s");
         }
         std::thread::sleep(Duration::from_millis(100));
+    }
+    let log = std::fs::read_to_string(dir.join("chromium.log")).unwrap_or_default();
+    for bad in ["Uncaught", "Content Security Policy", "Refused to"] {
+        assert!(!log.contains(bad), "the page's console: {log}");
     }
     Some(std::fs::read_to_string(&dom).unwrap())
 }
