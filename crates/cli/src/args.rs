@@ -393,9 +393,23 @@ pub struct RunArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub log: LogArgs,
+    #[command(flatten)]
+    pub dashboard: DashboardArgs,
     /// k6's other `run` flags and their `K6_*` variables (docs/k6-cli.md)
     #[command(flatten)]
     pub k6: crate::k6_flags::K6Flags,
+}
+
+/// `--dashboard`: the live web page of a run (docs/dashboard.md).
+#[derive(Args, Debug, Default)]
+pub struct DashboardArgs {
+    /// Serve a live dashboard of the run at ADDR (default 127.0.0.1:5665; PORT or :PORT mean
+    /// 127.0.0.1:PORT; port 0 picks a free one). Loopback only unless ADDR says otherwise
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "", value_parser = volley_dashboard::parse_addr)]
+    pub dashboard: Option<std::net::SocketAddr>,
+    /// Write the finished run's HTML report (the dashboard's /report page) to FILE
+    #[arg(long, value_name = "FILE", requires = "dashboard")]
+    pub dashboard_export: Option<PathBuf>,
 }
 
 /// k6's logging flags (`volley run`); each falls back to its `K6_*` variable.

@@ -58,5 +58,6 @@ fn intro_script(s: &IntroScript) -> i32 {
         quiet: false,
         log: Default::default(),
         k6: Default::default(),
+        dashboard: Default::default(),
     })
 }

@@ -9,6 +9,7 @@ macro_rules! outln {
 }
 
 mod args;
+mod dashboard_cmd;
 mod demo;
 mod demo_service_cmd;
 mod exit;

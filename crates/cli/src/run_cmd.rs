@@ -167,6 +167,9 @@ pub fn run(mut a: RunArgs) -> i32 {
     if let Some(p) = &out_json {
         files.push(("--out", p));
     }
+    if let Some(p) = &a.dashboard.dashboard_export {
+        files.push(("--dashboard-export", p));
+    }
     for o in &outputs {
         if let volley_run::outputs::OutSpec::Csv(p) | volley_run::outputs::OutSpec::Junit(p) = o {
             files.push(("--out", p));
@@ -175,6 +178,10 @@ pub fn run(mut a: RunArgs) -> i32 {
     if let Err(e) = after.preflight(&files) {
         return exit::fail(&e);
     }
+    let observers = match crate::dashboard_cmd::start(&a.dashboard) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
     let env = volley_js::environment(&pairs, k6.system_env);
     let cli = CliOptions {
         vus: a.vus,
@@ -225,6 +232,7 @@ pub fn run(mut a: RunArgs) -> i32 {
             show_progress,
             cli.live_progress,
         )));
+    p.spec.observers.extend(observers);
     let fin = match volley_run::execute(p.spec, &ctl) {
         Ok(f) => f,
         Err(o) => return exit::outcome(&o),
@@ -263,6 +271,9 @@ pub fn run(mut a: RunArgs) -> i32 {
     let outcome = after.finish(&fin.result, fin.outcome, ctl.was_interrupted());
     if matches!(outcome, Outcome::Failure(_)) {
         return exit::outcome(&outcome);
+    }
+    if crate::dashboard_cmd::after_run(&fin.result, &a.dashboard, a.quiet, exit::OK) != exit::OK {
+        return exit::FAILURE;
     }
     // Crossed thresholds are reported when they decide the exit code or lose only to an
     // interruption (as k6: 105 even with thresholds crossed).
