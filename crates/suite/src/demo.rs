@@ -197,12 +197,7 @@ fn blast(
     }
     let served = target.stats().requests - before;
     let result = result?;
-    let mut code = finish_blast(&result, &dir.join("quick.json"));
-    let html = dir.join("quick.html");
-    match crate::write_report(&result, &html) {
-        Ok(()) => eprintln!("report written to {}", html.display()),
-        Err(e) => code = crate::fail(&e),
-    }
+    let code = finish_blast(&result, &dir.join("quick.json"), &dir.join("quick.html"));
     let counted = result.counter_sum(HTTP_REQS) as u64;
     outln!(
         "\nThe target served {served} requests; Volley counted {counted}{}.",
@@ -215,27 +210,30 @@ fn blast(
     Ok(code)
 }
 
-/// Prints the blast's summary and saves its result file, as `volley http` does; returns
-/// `volley http`'s exit code (1 cannot save, 105 interrupted, 3 requests without response).
-fn finish_blast(result: &RunResult, save: &Path) -> i32 {
+/// Prints the blast's summary, then `volley http`'s after-run chain (result file, HTML
+/// report); returns `volley http`'s exit code (1 cannot save, 105 interrupted, 3 requests
+/// without response).
+fn finish_blast(result: &RunResult, save: &Path, report: &Path) -> i32 {
     let summary = match QuickSummary::from_result(result) {
         Ok(s) => s,
         Err(e) => return crate::fail(&format!("cannot summarise the run: {e}")),
     };
     crate::print(&summary.render_text(std::io::stdout().is_terminal()));
     let _ = std::io::stdout().flush();
-    if let Err(e) = result.write(save) {
-        return crate::fail(&format!(
-            "cannot save the result to {}: {e}",
-            save.display()
-        ));
-    }
-    eprintln!("result saved to {}", save.display());
-    if result.meta.interrupted {
-        code::INTERRUPTED
-    } else if summary.transport_errors() > 0 {
-        code::REQUEST_ERRORS
-    } else {
-        code::OK
+    let after = volley_run::after::AfterRun {
+        save: Some(save.to_path_buf()),
+        report: Some(report.to_path_buf()),
+        ..Default::default()
+    };
+    let outcome = volley_run::Outcome::of_run(
+        None,
+        None,
+        None,
+        result.meta.interrupted,
+        summary.transport_errors() > 0,
+    );
+    match after.finish(result, outcome, false) {
+        volley_run::Outcome::Failure(e) => crate::fail(&e),
+        o => o.exit_code(),
     }
 }

@@ -28,22 +28,8 @@ mod examples;
 pub mod script;
 pub mod tour;
 
-/// Exit codes (README.md, "Exit codes"; k6's for script runs).
-pub mod code {
-    pub const OK: i32 = 0;
-    /// Volley could not do its job (cannot start a service, write a file, ...).
-    pub const FAILURE: i32 = 1;
-    /// Some requests got no response (quick mode).
-    pub const REQUEST_ERRORS: i32 = 3;
-    pub const THRESHOLDS_FAILED: i32 = 99;
-    pub const SETUP_TIMEOUT: i32 = 100;
-    pub const TEARDOWN_TIMEOUT: i32 = 101;
-    pub const INVALID_CONFIG: i32 = 104;
-    /// Ctrl-C / SIGTERM; what was measured is still written.
-    pub const INTERRUPTED: i32 = 105;
-    pub const SCRIPT_EXCEPTION: i32 = 107;
-    pub const ABORTED: i32 = 108;
-}
+/// Exit codes (README.md, "Exit codes"): the run layer's one table.
+pub use volley_run::outcome::code;
 
 /// Writes to stdout; a closed pipe is not an error worth a panic.
 pub fn print(text: &str) {
@@ -56,19 +42,4 @@ pub fn print(text: &str) {
 fn fail(msg: &str) -> i32 {
     eprintln!("volley: error: {msg}");
     code::FAILURE
-}
-
-/// Writes the HTML report of one finished run (labelled with the file's name).
-fn write_report(result: &volley_metrics::RunResult, path: &std::path::Path) -> Result<(), String> {
-    let label = path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    let runs = [volley_report::Labeled {
-        label: label.trim_end_matches(".html").to_string(),
-        run: result,
-        raw: None,
-    }];
-    std::fs::write(path, volley_report::render_report(&runs))
-        .map_err(|e| format!("cannot write the report to {}: {e}", path.display()))
 }

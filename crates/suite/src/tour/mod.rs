@@ -352,13 +352,17 @@ fn run_example(
     if row.code == code::OK && row.checks.0 < row.checks.1 {
         row.code = code::THRESHOLDS_FAILED;
     }
-    if let Err(e) = out.result.write(&results.join(format!("{}.json", ex.name))) {
-        row.error = Some(format!("cannot save the result file: {e}"));
+    // The after-run chain of every command: result file and HTML report (quietly: the
+    // tour prints its own table).
+    let after = volley_run::after::AfterRun {
+        save: Some(results.join(format!("{}.json", ex.name))),
+        report: Some(results.join(format!("{}.html", ex.name))),
+        quiet: true,
+        ..Default::default()
+    };
+    if let volley_run::Outcome::Failure(e) = after.finish(&out.result, out.outcome.clone(), false) {
+        row.error = Some(e);
         row.code = code::FAILURE;
-    }
-    let html = results.join(format!("{}.html", ex.name));
-    if let Err(e) = crate::write_report(&out.result, &html) {
-        row.code = crate::fail(&e);
     }
     row.result = Some(out.result);
     row
