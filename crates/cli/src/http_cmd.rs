@@ -102,7 +102,7 @@ pub fn run(a: HttpArgs) -> i32 {
     print_verdicts(&result, a.quiet);
     let crossed = [
         volley_run::execute::thresholds_message(&result),
-        crate::monitor_cmd::judge_checks(&result, &checks, a.quiet),
+        volley_run::checks::judge_checks(&result, &checks, a.quiet),
     ];
     let crossed: Vec<String> = crossed.into_iter().flatten().collect();
     for e in outputs.finish(&result) {
@@ -120,7 +120,7 @@ pub fn run(a: HttpArgs) -> i32 {
 
 /// A drift or monitor check (`volley_monitor::Check`, judged per series), not k6's grammar.
 fn is_monitor_check(flag: &str) -> bool {
-    match crate::run_cmd::split_threshold(flag) {
+    match volley_run::checks::split_flag(flag) {
         Some((key, expr)) => key.starts_with("monitor_") || volley_monitor::is_drift_check(&expr),
         // Malformed: the checks' parser words the usage error.
         None => true,
@@ -131,7 +131,7 @@ fn is_monitor_check(flag: &str) -> bool {
 fn k6_thresholds(flags: &[String]) -> Result<Vec<volley_run::thresholds::Threshold>, String> {
     let mut map = serde_json::Map::new();
     for f in flags {
-        let (key, expr) = crate::run_cmd::split_threshold(f).ok_or_else(|| {
+        let (key, expr) = volley_run::checks::split_flag(f).ok_or_else(|| {
             format!("--threshold '{f}': expected METRIC:EXPR, e.g. http_req_duration:p(95)<300")
         })?;
         let list = map

@@ -6,60 +6,10 @@ use crate::args::MonitorArgs;
 use crate::{exit, signals};
 use std::time::Duration;
 use volley_engine::{MonitorPlan, RunControl};
-use volley_metrics::{RunResult, TagSet};
-use volley_monitor::watch::{show, Control};
-use volley_monitor::{Check, MonitorSpec, WatchPlan};
+
+use volley_monitor::watch::Control;
+use volley_monitor::{MonitorSpec, WatchPlan};
 use volley_run::Outcome;
-
-/// One `--threshold METRIC[{tag:value,...}]:CHECK`.
-pub struct Threshold {
-    pub metric: String,
-    pub tags: TagSet,
-    pub check: Check,
-}
-
-impl Threshold {
-    pub fn parse(s: &str) -> Result<Threshold, String> {
-        let hint = || {
-            format!(
-                "--threshold '{s}': expected METRIC:CHECK, e.g. monitor_rss_bytes:slope<5MB/h, \
-                 monitor_rss_bytes{{target:api}}:max<2GB or http_req_duration:drift(p95)<10%"
-            )
-        };
-        // A tag selector holds ':' itself, so the separator is the first ':' after it.
-        let (metric, tags, rest) = match s.find('{') {
-            Some(open) if s[..open].find(':').is_none() => {
-                let close = s[open..].find('}').ok_or_else(hint)? + open;
-                let mut tags = TagSet::new();
-                for kv in s[open + 1..close]
-                    .split(',')
-                    .filter(|kv| !kv.trim().is_empty())
-                {
-                    let (k, v) = kv.split_once(':').ok_or_else(hint)?;
-                    tags.insert(k.trim().to_string(), v.trim().to_string());
-                }
-                let rest = s[close + 1..].strip_prefix(':').ok_or_else(hint)?;
-                (&s[..open], tags, rest)
-            }
-            _ => {
-                let (m, rest) = s.split_once(':').ok_or_else(hint)?;
-                (m, TagSet::new(), rest)
-            }
-        };
-        if metric.trim().is_empty() {
-            return Err(hint());
-        }
-        Ok(Threshold {
-            metric: metric.trim().to_string(),
-            tags,
-            check: Check::parse(rest).map_err(|e| format!("--threshold: {e}"))?,
-        })
-    }
-}
-
-pub fn parse_thresholds(list: &[String]) -> Result<Vec<Threshold>, String> {
-    list.iter().map(|s| Threshold::parse(s)).collect()
-}
 
 /// `--monitor` values → what the engine samples. A bad spec is a usage error (Err(usage));
 /// a missing pid or cgroup is a failure (Ok(Err(msg))).
@@ -74,58 +24,6 @@ pub fn plan(specs: &[String], interval: Duration) -> Result<Result<MonitorPlan, 
     Ok(volley_monitor::validate(&specs).map(|()| MonitorPlan { specs, interval }))
 }
 
-fn tags_label(t: &TagSet) -> String {
-    if t.is_empty() {
-        return String::new();
-    }
-    let v: Vec<String> = t.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    format!("{{{}}}", v.join(","))
-}
-
-/// Judge the drift/limit checks on a finished run and print one line per series on stderr
-/// (passed ones only when not `quiet`); returns k6's message naming the failed metrics, if any.
-pub fn judge_checks(r: &RunResult, list: &[Threshold], quiet: bool) -> Option<String> {
-    let mut failed: Vec<&str> = Vec::new();
-    for t in list {
-        for o in volley_monitor::evaluate(r, &t.metric, &t.tags, &t.check) {
-            if !o.passed && !failed.contains(&t.metric.as_str()) {
-                failed.push(&t.metric);
-            }
-            if quiet && o.passed {
-                continue;
-            }
-            let seen = match o.observed {
-                Some(v) if t.check.aggregate == volley_monitor::drift::Aggregate::Slope => {
-                    format!("{}/h", show(&t.metric, v))
-                }
-                Some(v)
-                    if matches!(
-                        t.check.aggregate,
-                        volley_monitor::drift::Aggregate::Drift(_)
-                    ) =>
-                {
-                    format!("{v:+.1}%")
-                }
-                Some(v) => show(&t.metric, v),
-                None => "no data".to_string(),
-            };
-            eprintln!(
-                "{} {}{} {}  (observed {seen})",
-                if o.passed { "✓" } else { "✗" },
-                t.metric,
-                tags_label(&o.tags),
-                t.check.source,
-            );
-        }
-    }
-    (!failed.is_empty()).then(|| {
-        format!(
-            "thresholds on metrics '{}' have been crossed",
-            failed.join(", ")
-        )
-    })
-}
-
 pub fn run(a: MonitorArgs) -> i32 {
     let specs = match a
         .specs
@@ -136,7 +34,7 @@ pub fn run(a: MonitorArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return exit::usage(&e),
     };
-    let thresholds = match parse_thresholds(&a.thresholds) {
+    let thresholds = match volley_run::checks::parse_checks(&a.thresholds) {
         Ok(t) => t,
         Err(e) => return exit::usage(&e),
     };
@@ -192,7 +90,7 @@ pub fn run(a: MonitorArgs) -> i32 {
         let summary = volley_monitor::summarize(&result);
         exit::print(&volley_monitor::summary::render_text(&summary, "", ""));
     }
-    let crossed = judge_checks(&result, &thresholds, a.quiet);
+    let crossed = volley_run::checks::judge_checks(&result, &thresholds, a.quiet);
     let outcome = Outcome::of_run(None, None, crossed, ctl.was_interrupted(), false);
     let outcome = match (after.finish(&result, outcome, false), watched.error) {
         (Outcome::Failure(m), Some(c)) => Outcome::Failure(format!("{c}\n{m}")),
@@ -208,8 +106,8 @@ pub fn http_setup(
     monitor: &[String],
     interval: Duration,
     thresholds: &[String],
-) -> Result<(MonitorPlan, Vec<Threshold>), i32> {
-    let t = parse_thresholds(thresholds).map_err(|e| exit::usage(&e))?;
+) -> Result<(MonitorPlan, Vec<volley_run::checks::MonitorCheck>), i32> {
+    let t = volley_run::checks::parse_checks(thresholds).map_err(|e| exit::usage(&e))?;
     // A metric the run never records would fail as "no data" (99) after the whole run: say so
     // up front, as a bad flag (k6 refuses thresholds on unknown metrics before running, too).
     let quick = volley_engine::quick::METRICS;

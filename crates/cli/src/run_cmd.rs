@@ -10,44 +10,6 @@ use volley_js::CliOptions;
 use volley_run::after::AfterRun;
 use volley_run::{Outcome, Summary, SummaryMode};
 
-/// `METRIC:EXPR` → (metric key, expression); a key's `{tag:value}` selector holds ':' itself,
-/// so then the separator is the first ':' after its '}'.
-pub(crate) fn split_threshold(s: &str) -> Option<(String, String)> {
-    let colon = s.find(':')?;
-    let at = match s.find('{') {
-        Some(open) if open < colon => s[open..].find('}')? + open + 1,
-        _ => colon,
-    };
-    let (key, expr) = (s[..at].trim(), s[at..].strip_prefix(':')?.trim());
-    (!key.is_empty() && !key.starts_with('{') && !expr.is_empty())
-        .then(|| (key.to_string(), expr.to_string()))
-}
-
-/// What a crossed drift threshold observed (k6's summary shows only ✗), e.g.
-/// `monitor_rss_bytes slope<1MB/h: observed 15.0 GiB/h`; None for k6's own expressions.
-fn drift_note(t: &volley_metrics::ThresholdResult) -> Option<String> {
-    let drift = volley_monitor::is_drift_check(&t.expression);
-    if !drift && !t.metric.starts_with("monitor_") {
-        return None;
-    }
-    let bytes = t.metric.contains("_bytes");
-    let seen = match t.observed {
-        None => "no data".to_string(),
-        Some(v) if t.expression.trim_start().starts_with("drift(") => format!("{v:+.1}%"),
-        Some(v) if bytes => volley_monitor::summary::bytes(v),
-        Some(v) => format!("{v:.2}"),
-    };
-    let per_hour = if t.expression.trim_start().starts_with("slope") && t.observed.is_some() {
-        "/h"
-    } else {
-        ""
-    };
-    Some(format!(
-        "{} {}: observed {seen}{per_hour}",
-        t.metric, t.expression
-    ))
-}
-
 /// The logger's settings: each flag, else its `K6_*` variable (k6's precedence).
 fn log_config(a: &crate::args::LogArgs) -> Result<log::Config, String> {
     let var = |k: &str| std::env::var(k).ok();
@@ -139,7 +101,7 @@ pub fn run(mut a: RunArgs) -> i32 {
     };
     let mut thresholds = Vec::new();
     for t in &a.thresholds {
-        match split_threshold(t) {
+        match volley_run::checks::split_flag(t) {
             Some(kv) => thresholds.push(kv),
             None => {
                 return exit::usage(&format!(
@@ -285,7 +247,7 @@ pub fn run(mut a: RunArgs) -> i32 {
     if crossed || interrupted {
         if let Some(m) = volley_run::execute::thresholds_message(&fin.result) {
             for t in fin.result.thresholds.iter().filter(|t| !t.ok) {
-                if let Some(note) = drift_note(t) {
+                if let Some(note) = volley_run::checks::drift_note(t) {
                     log::error(&note);
                 }
             }
@@ -295,56 +257,4 @@ pub fn run(mut a: RunArgs) -> i32 {
         }
     }
     exit::outcome(&outcome)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::split_threshold;
-
-    #[test]
-    fn threshold_flags_split_after_the_tag_selector() {
-        let kv = |a: &str, b: &str| Some((a.to_string(), b.to_string()));
-        assert_eq!(
-            split_threshold("monitor_rss_bytes:slope<5MB/h"),
-            kv("monitor_rss_bytes", "slope<5MB/h")
-        );
-        assert_eq!(
-            split_threshold("monitor_rss_bytes{target:api}:max<2GB"),
-            kv("monitor_rss_bytes{target:api}", "max<2GB")
-        );
-        assert_eq!(
-            split_threshold("http_req_duration:p(95)<200"),
-            kv("http_req_duration", "p(95)<200")
-        );
-        for bad in ["nope", "x{a:b}", "x{a:b:c", ":p(95)<1", "x:"] {
-            assert_eq!(split_threshold(bad), None, "{bad}");
-        }
-    }
-
-    #[test]
-    fn crossed_drift_thresholds_say_what_they_observed() {
-        let t = |metric: &str, expression: &str, observed| volley_metrics::ThresholdResult {
-            metric: metric.into(),
-            expression: expression.into(),
-            ok: false,
-            observed,
-            aborted: false,
-        };
-        assert_eq!(
-            super::drift_note(&t("monitor_rss_bytes", "slope<1MB/h", Some(2097152.0))).unwrap(),
-            "monitor_rss_bytes slope<1MB/h: observed 2.0 MiB/h"
-        );
-        assert_eq!(
-            super::drift_note(&t("http_req_duration", "drift(p95)<10%", Some(12.34))).unwrap(),
-            "http_req_duration drift(p95)<10%: observed +12.3%"
-        );
-        assert_eq!(
-            super::drift_note(&t("monitor_fds{target:a}", "max<100", None)).unwrap(),
-            "monitor_fds{target:a} max<100: observed no data"
-        );
-        assert_eq!(
-            super::drift_note(&t("http_req_duration", "p(95)<1", Some(2.0))),
-            None
-        );
-    }
 }

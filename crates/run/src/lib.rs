@@ -15,6 +15,8 @@
 //!   `--summary-export` JSON, from a result file; `summary_v1`: k6 v1's compact/full layout
 //!   (both format numbers with `volley_metrics::fmt::k6`).
 //! - [`progress`]: k6's execution header and one progress line per scenario.
+//! - [`checks`]: the `--threshold` flags' grammar and Volley's per-series checks (slope,
+//!   drift, gauge limits) that `volley http` and `volley monitor` judge.
 //! - [`md5`]: k6 names groups and checks by the MD5 of their path.
 //! - [`Observer`]: what watches a run once per second and at its end.
 //! - [`execute`]: runs a plan with a body factory to a judged result ([`execute::execute`]):
@@ -25,6 +27,7 @@
 //!   targets, then `--save`, `--summary-export`, `--report`, `--history` and the final outcome.
 
 pub mod after;
+pub mod checks;
 pub mod execute;
 pub mod md5;
 pub mod out_json;

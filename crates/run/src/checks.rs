@@ -1,0 +1,193 @@
+//! The `--threshold` flags' grammar shared by every command (`METRIC{tag:value}:EXPR`), and
+//! Volley's per-series checks (`volley_monitor::Check`: slope, drift, limits on gauges) that
+//! `volley http` and `volley monitor` judge beside k6's thresholds; what a crossed drift
+//! threshold observed, for the end-of-run message.
+
+use volley_metrics::{RunResult, TagSet};
+use volley_monitor::watch::show;
+use volley_monitor::Check;
+
+/// `METRIC:EXPR` → (metric key, expression); a key's `{tag:value}` selector holds ':' itself,
+/// so then the separator is the first ':' after its '}'.
+pub fn split_flag(s: &str) -> Option<(String, String)> {
+    let colon = s.find(':')?;
+    let at = match s.find('{') {
+        Some(open) if open < colon => s[open..].find('}')? + open + 1,
+        _ => colon,
+    };
+    let (key, expr) = (s[..at].trim(), s[at..].strip_prefix(':')?.trim());
+    (!key.is_empty() && !key.starts_with('{') && !expr.is_empty())
+        .then(|| (key.to_string(), expr.to_string()))
+}
+
+/// One `--threshold METRIC[{tag:value,...}]:CHECK`.
+pub struct MonitorCheck {
+    pub metric: String,
+    pub tags: TagSet,
+    pub check: Check,
+}
+
+impl MonitorCheck {
+    pub fn parse(s: &str) -> Result<MonitorCheck, String> {
+        let hint = || {
+            format!(
+                "--threshold '{s}': expected METRIC:CHECK, e.g. monitor_rss_bytes:slope<5MB/h, \
+                 monitor_rss_bytes{{target:api}}:max<2GB or http_req_duration:drift(p95)<10%"
+            )
+        };
+        let (key, expr) = split_flag(s).ok_or_else(hint)?;
+        let (metric, tags) = crate::thresholds::parse_metric_key(&key).map_err(|_| hint())?;
+        if metric.is_empty() {
+            return Err(hint());
+        }
+        Ok(MonitorCheck {
+            metric,
+            tags: tags.into_iter().collect(),
+            check: Check::parse(&expr).map_err(|e| format!("--threshold: {e}"))?,
+        })
+    }
+}
+
+pub fn parse_checks(list: &[String]) -> Result<Vec<MonitorCheck>, String> {
+    list.iter().map(|s| MonitorCheck::parse(s)).collect()
+}
+
+fn tags_label(t: &TagSet) -> String {
+    if t.is_empty() {
+        return String::new();
+    }
+    let v: Vec<String> = t.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("{{{}}}", v.join(","))
+}
+
+/// Judge the drift/limit checks on a finished run and print one line per series on stderr
+/// (passed ones only when not `quiet`); returns k6's message naming the failed metrics, if any.
+pub fn judge_checks(r: &RunResult, list: &[MonitorCheck], quiet: bool) -> Option<String> {
+    let mut failed: Vec<&str> = Vec::new();
+    for t in list {
+        for o in volley_monitor::evaluate(r, &t.metric, &t.tags, &t.check) {
+            if !o.passed && !failed.contains(&t.metric.as_str()) {
+                failed.push(&t.metric);
+            }
+            if quiet && o.passed {
+                continue;
+            }
+            let seen = match o.observed {
+                Some(v) if t.check.aggregate == volley_monitor::drift::Aggregate::Slope => {
+                    format!("{}/h", show(&t.metric, v))
+                }
+                Some(v)
+                    if matches!(
+                        t.check.aggregate,
+                        volley_monitor::drift::Aggregate::Drift(_)
+                    ) =>
+                {
+                    format!("{v:+.1}%")
+                }
+                Some(v) => show(&t.metric, v),
+                None => "no data".to_string(),
+            };
+            eprintln!(
+                "{} {}{} {}  (observed {seen})",
+                if o.passed { "✓" } else { "✗" },
+                t.metric,
+                tags_label(&o.tags),
+                t.check.source,
+            );
+        }
+    }
+    (!failed.is_empty()).then(|| {
+        format!(
+            "thresholds on metrics '{}' have been crossed",
+            failed.join(", ")
+        )
+    })
+}
+
+/// What a crossed drift threshold observed (k6's summary shows only ✗), e.g.
+/// `monitor_rss_bytes slope<1MB/h: observed 15.0 GiB/h`; None for k6's own expressions.
+pub fn drift_note(t: &volley_metrics::ThresholdResult) -> Option<String> {
+    let drift = volley_monitor::is_drift_check(&t.expression);
+    if !drift && !t.metric.starts_with("monitor_") {
+        return None;
+    }
+    let bytes = t.metric.contains("_bytes");
+    let seen = match t.observed {
+        None => "no data".to_string(),
+        Some(v) if t.expression.trim_start().starts_with("drift(") => format!("{v:+.1}%"),
+        Some(v) if bytes => volley_metrics::fmt::bytes_prec(v, 1),
+        Some(v) => format!("{v:.2}"),
+    };
+    let per_hour = if t.expression.trim_start().starts_with("slope") && t.observed.is_some() {
+        "/h"
+    } else {
+        ""
+    };
+    Some(format!(
+        "{} {}: observed {seen}{per_hour}",
+        t.metric, t.expression
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threshold_flags_split_after_the_tag_selector() {
+        let kv = |a: &str, b: &str| Some((a.to_string(), b.to_string()));
+        assert_eq!(
+            split_flag("monitor_rss_bytes:slope<5MB/h"),
+            kv("monitor_rss_bytes", "slope<5MB/h")
+        );
+        assert_eq!(
+            split_flag("monitor_rss_bytes{target:api}:max<2GB"),
+            kv("monitor_rss_bytes{target:api}", "max<2GB")
+        );
+        assert_eq!(
+            split_flag("http_req_duration:p(95)<200"),
+            kv("http_req_duration", "p(95)<200")
+        );
+        for bad in ["nope", "x{a:b}", "x{a:b:c", ":p(95)<1", "x:"] {
+            assert_eq!(split_flag(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn crossed_drift_thresholds_say_what_they_observed() {
+        let t = |metric: &str, expression: &str, observed| volley_metrics::ThresholdResult {
+            metric: metric.into(),
+            expression: expression.into(),
+            ok: false,
+            observed,
+            aborted: false,
+        };
+        assert_eq!(
+            drift_note(&t("monitor_rss_bytes", "slope<1MB/h", Some(2097152.0))).unwrap(),
+            "monitor_rss_bytes slope<1MB/h: observed 2.0 MiB/h"
+        );
+        assert_eq!(
+            drift_note(&t("http_req_duration", "drift(p95)<10%", Some(12.34))).unwrap(),
+            "http_req_duration drift(p95)<10%: observed +12.3%"
+        );
+        assert_eq!(
+            drift_note(&t("monitor_fds{target:a}", "max<100", None)).unwrap(),
+            "monitor_fds{target:a} max<100: observed no data"
+        );
+        assert_eq!(
+            drift_note(&t("http_req_duration", "p(95)<1", Some(2.0))),
+            None
+        );
+    }
+
+    #[test]
+    fn monitor_checks_parse_tags_and_refuse_malformed_flags() {
+        let c = MonitorCheck::parse("monitor_rss_bytes{target:api}:max<2GB").unwrap();
+        assert_eq!(c.metric, "monitor_rss_bytes");
+        assert_eq!(c.tags.get("target").map(String::as_str), Some("api"));
+        assert_eq!(c.check.source, "max<2GB");
+        for bad in ["nope", "{a:b}:max<1", "x{a}:max<1", "x:bogus"] {
+            assert!(MonitorCheck::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
