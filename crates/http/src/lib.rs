@@ -21,8 +21,12 @@
 //! - `transport`: TCP + TLS connect and the byte-counting stream both protocols sit on.
 //! - [`tls`]: builds the shared rustls [`ClientConfig`](rustls::ClientConfig) (roots,
 //!   `--cacert`, `--insecure`, ALPN).
+//! - [`client`]: script mode's per-VU client, JS-free: a [`VuClient`](client::VuClient)
+//!   sends a protocol-neutral request hop by hop (pool, DNS cache, host rules, redirects)
+//!   and records k6's `http_req_*` metrics with their system tags.
 //! - [`error`]: [`ErrorClass`] and [`HttpError`], the classification every failure maps to.
 
+pub mod client;
 pub mod error;
 pub mod h1;
 pub mod headers;

@@ -43,7 +43,6 @@ pub use script::{Script, ScriptError};
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use volley_engine::vus::{run_vus_with, VuPlan};
@@ -296,11 +295,6 @@ pub fn run(
     if cli.show_progress {
         eprint!("{}", progress::header(&script.main, &resolved.scenarios));
     }
-    script
-        .shared
-        .http
-        .insecure
-        .store(resolved.insecure, Ordering::Relaxed);
     let mut tags = resolved.settings.tags.clone();
     tags.insert("group".into(), String::new());
     resolved.settings.filter_system_tags(&mut tags);
@@ -313,6 +307,7 @@ pub fn run(
     };
     let factory = Arc::new(vu::JsFactory {
         shared: script.shared.clone(),
+        http: Arc::new(resolved.http.clone()),
     });
     // Once a second: abortOnFail thresholds, and the vus gauges for --out json.
     let mut threshold_abort: Option<String> = None;

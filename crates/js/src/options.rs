@@ -8,7 +8,7 @@
 //! [`RunSettings`], and `thresholds` is kept for [`crate::thresholds`]. Unknown options are
 //! reported as not supported yet and ignored.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use volley_engine::executor::{
@@ -17,7 +17,7 @@ use volley_engine::executor::{
 use volley_metrics::TagSet;
 
 pub mod env;
-pub mod ipnet;
+pub use volley_http::client::ipnet;
 
 /// Options given on the command line; they override the script's.
 #[derive(Clone, Debug, Default)]
@@ -60,7 +60,9 @@ pub struct CliOptions {
 pub struct Resolved {
     /// At least one; ordered by start time, then name.
     pub scenarios: Vec<Scenario>,
-    pub insecure: bool,
+    /// The run-wide HTTP settings (`insecureSkipTLSVerify`, `userAgent`, `hosts`, ...):
+    /// given to every VU's client at creation.
+    pub http: volley_http::client::ClientSettings,
     /// Options present in the script but not supported yet (ignored, with a warning).
     pub ignored: Vec<String>,
     /// `options.thresholds` as given (parsed once custom metrics are known).
@@ -76,11 +78,6 @@ pub struct RunSettings {
     pub tags: TagSet,
     /// `systemTags`: the system tags to keep (None: k6's default set).
     pub system_tags: Option<HashSet<String>>,
-    pub user_agent: Option<String>,
-    /// `hosts`: name → `ip` or `ip:port`.
-    pub hosts: HashMap<String, String>,
-    pub max_redirects: Option<u32>,
-    pub discard_response_bodies: bool,
     /// `httpDebug`: log requests and responses (Some(true): with bodies).
     pub http_debug: Option<bool>,
     /// `throw`: a request that fails without a response throws instead of returning it.
@@ -88,25 +85,14 @@ pub struct RunSettings {
     /// `noSetup` / `noTeardown`: skip `setup()` / `teardown()`.
     pub no_setup: bool,
     pub no_teardown: bool,
-    /// `blockHostnames`: lower-case patterns, exact or with a leading `*` (any prefix).
-    pub block_hostnames: Vec<String>,
-    /// `blacklistIPs`: requests to these ranges are refused before connecting.
-    pub blacklist_ips: Arc<[ipnet::IpNet]>,
     /// `rps`: one limiter for all VUs (k6: requests per second across the test).
     pub rps: Option<Arc<RpsLimiter>>,
     /// `minIterationDuration`: a faster iteration sleeps out the rest.
     pub min_iteration_duration: Option<Duration>,
     /// `noCookiesReset`: the VU's cookie jar is kept between iterations.
     pub no_cookies_reset: bool,
-    /// `maxResponseBodySize` (Volley's): largest response body a request keeps.
-    pub max_response_body: u64,
-    pub no_connection_reuse: bool,
-    pub no_vu_connection_reuse: bool,
     pub setup_timeout: Duration,
     pub teardown_timeout: Duration,
-    /// `batch` / `batchPerHost` (read by `http.batch`).
-    pub batch: u64,
-    pub batch_per_host: u64,
     /// `--out json`: where every sample goes.
     pub json_out: Option<Arc<volley_run::out_json::JsonOut>>,
     /// `--out csv`: k6's CSV of every sample.
@@ -126,26 +112,15 @@ impl Default for RunSettings {
         RunSettings {
             tags: TagSet::new(),
             system_tags: None,
-            user_agent: None,
-            hosts: HashMap::new(),
-            max_redirects: None,
-            discard_response_bodies: false,
             http_debug: None,
             throw: false,
             no_setup: false,
             no_teardown: false,
-            block_hostnames: Vec::new(),
-            blacklist_ips: Arc::new([]),
             rps: None,
             min_iteration_duration: None,
             no_cookies_reset: false,
-            max_response_body: DEFAULT_MAX_RESPONSE_BODY,
-            no_connection_reuse: false,
-            no_vu_connection_reuse: false,
             setup_timeout: Duration::from_secs(60),
             teardown_timeout: Duration::from_secs(60),
-            batch: 20,
-            batch_per_host: 6,
             json_out: None,
             csv_out: None,
             max_series: volley_metrics::DEFAULT_MAX_SERIES,
@@ -156,19 +131,6 @@ impl Default for RunSettings {
 }
 
 impl RunSettings {
-    /// The `blockHostnames` pattern `host` matches, if any (k6: case-insensitive, a leading
-    /// `*` matches any prefix).
-    pub fn blocked_hostname(&self, host: &str) -> Option<&str> {
-        let host = host.to_ascii_lowercase();
-        self.block_hostnames
-            .iter()
-            .find(|p| match p.strip_prefix('*') {
-                Some(suffix) => host.ends_with(suffix),
-                None => **p == host,
-            })
-            .map(String::as_str)
-    }
-
     /// Is system tag `tag` recorded (k6's default set, or listed in `systemTags`)?
     pub fn keeps_system_tag(&self, tag: &str) -> bool {
         self.system_tags.as_ref().is_none_or(|k| k.contains(tag))
@@ -250,7 +212,7 @@ fn count(v: &serde_json::Value, what: &str) -> Result<u64, String> {
 }
 
 /// Default of `maxResponseBodySize` / `--max-response-body`.
-pub const DEFAULT_MAX_RESPONSE_BODY: u64 = 64 << 20;
+pub use volley_http::client::DEFAULT_MAX_RESPONSE_BODY;
 
 /// A size such as `64MiB`, `10MB`, `512KiB`, `1000` or `1000B` (bytes; kB/MB/GB are powers of
 /// 1000, KiB/MiB/GiB of 1024), more than 0.
@@ -315,7 +277,7 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
     let mut dur = None;
     let mut iterations = None;
     let mut stages = None;
-    let mut insecure = false;
+    let mut http = volley_http::client::ClientSettings::default();
     let mut thresholds = None;
     let mut scenarios_json = None;
     let mut settings = RunSettings::default();
@@ -325,11 +287,11 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
             "duration" => dur = Some(duration(v, "duration")?),
             "iterations" => iterations = Some(count(v, "iterations")?),
             "stages" => stages = Some(executor::json_stages(v, "options.stages")?),
-            "insecureSkipTLSVerify" => insecure = v.as_bool().unwrap_or(false),
+            "insecureSkipTLSVerify" => http.insecure = v.as_bool().unwrap_or(false),
             "thresholds" => thresholds = Some(v.clone()),
             "tags" => settings.tags = string_map(v, "tags")?.into_iter().collect(),
             "userAgent" => match v {
-                serde_json::Value::String(s) => settings.user_agent = Some(s.clone()),
+                serde_json::Value::String(s) => http.user_agent = Some(s.clone()),
                 serde_json::Value::Null => {}
                 _ => return Err(format!("options.userAgent: expected a string, got {v}")),
             },
@@ -367,7 +329,7 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
                             .map_err(|e| format!("options.blacklistIPs[{i}]: {e}"))?,
                     );
                 }
-                settings.blacklist_ips = nets.into();
+                http.blacklist_ips = nets.into();
             }
             "blockHostnames" => {
                 let arr = v
@@ -381,15 +343,15 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
                         "options.blockHostnames[{i}]: expected a host name, optionally with a \
                          leading wildcard such as *.example.com"
                     ))?;
-                    settings.block_hostnames.push(p.to_ascii_lowercase());
+                    http.block_hostnames.push(p.to_ascii_lowercase());
                 }
             }
             "noTeardown" => settings.no_teardown = boolean(v, k)?,
-            "noConnectionReuse" => settings.no_connection_reuse = boolean(v, k)?,
-            "noVUConnectionReuse" => settings.no_vu_connection_reuse = boolean(v, k)?,
-            "discardResponseBodies" => settings.discard_response_bodies = boolean(v, k)?,
+            "noConnectionReuse" => http.no_connection_reuse = boolean(v, k)?,
+            "noVUConnectionReuse" => http.no_vu_connection_reuse = boolean(v, k)?,
+            "discardResponseBodies" => http.discard_response_bodies = boolean(v, k)?,
             "maxResponseBodySize" => {
-                settings.max_response_body = match v {
+                http.max_response_body = match v {
                     serde_json::Value::String(s) => parse_size(s),
                     _ => v
                         .as_u64()
@@ -409,16 +371,16 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
                             "options.hosts.{name}: expected an IP address or IP:port, got '{addr}'"
                         ));
                     }
-                    settings.hosts.insert(name.to_ascii_lowercase(), addr);
+                    http.hosts.insert(name.to_ascii_lowercase(), addr);
                 }
             }
             "maxRedirects" => {
-                settings.max_redirects = Some(count(v, "maxRedirects")?.min(u32::MAX as u64) as u32)
+                http.max_redirects = count(v, "maxRedirects")?.min(u32::MAX as u64) as u32
             }
             "setupTimeout" => settings.setup_timeout = duration(v, "setupTimeout")?,
             "teardownTimeout" => settings.teardown_timeout = duration(v, "teardownTimeout")?,
-            "batch" => settings.batch = count(v, "batch")?,
-            "batchPerHost" => settings.batch_per_host = count(v, "batchPerHost")?,
+            "batch" => http.batch = count(v, "batch")?,
+            "batchPerHost" => http.batch_per_host = count(v, "batchPerHost")?,
             "maxSeriesPerMetric" => {
                 settings.max_series = max_series(count(v, k)?, "options.maxSeriesPerMetric")?
             }
@@ -469,7 +431,7 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
         }
     }
     if let Some(n) = cli.max_response_body {
-        settings.max_response_body = n;
+        http.max_response_body = n;
     }
     if let Some(n) = cli.max_series {
         settings.max_series = max_series(n, "--max-series")?;
@@ -496,7 +458,7 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
         executor::check_vus(&scenarios)?;
         return Ok(Resolved {
             scenarios,
-            insecure,
+            http,
             ignored,
             thresholds,
             settings,
@@ -565,7 +527,7 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
     executor::check_vus(&scenarios)?;
     Ok(Resolved {
         scenarios,
-        insecure,
+        http,
         ignored,
         thresholds,
         settings,
@@ -700,7 +662,7 @@ mod tests {
             &none,
         )
         .unwrap();
-        let s = &r.settings;
+        let s = &r.http;
         assert_eq!(s.blocked_hostname("a.b.EXAMPLE.com"), Some("*.example.com"));
         assert_eq!(s.blocked_hostname("api.test"), Some("api.test"));
         assert_eq!(s.blocked_hostname("example.com"), None);
@@ -720,15 +682,15 @@ mod tests {
         }
         let none = CliOptions::default();
         let r = resolve(&serde_json::Value::Null, &none).unwrap();
-        assert_eq!(r.settings.max_response_body, 64 << 20);
+        assert_eq!(r.http.max_response_body, 64 << 20);
         let r = resolve(&json!({"maxResponseBodySize": 4096}), &none).unwrap();
-        assert_eq!(r.settings.max_response_body, 4096);
+        assert_eq!(r.http.max_response_body, 4096);
         let cli = CliOptions {
             max_response_body: Some(10),
             ..Default::default()
         };
         let r = resolve(&json!({"maxResponseBodySize": "1GB"}), &cli).unwrap();
-        assert_eq!(r.settings.max_response_body, 10);
+        assert_eq!(r.http.max_response_body, 10);
         let e = resolve(&json!({"maxResponseBodySize": true}), &none).unwrap_err();
         assert!(e.starts_with("options.maxResponseBodySize: "), "{e}");
     }
