@@ -655,6 +655,24 @@ mod tests {
     }
 
     #[test]
+    fn http_options_resolve_into_the_clients_settings() {
+        let none = CliOptions::default();
+        let r = resolve(&json!({}), &none).unwrap();
+        assert!(!r.http.insecure);
+        assert_eq!(r.http.max_redirects, 10, "k6's default");
+        let r = resolve(
+            &json!({"insecureSkipTLSVerify": true, "userAgent": "ua/1", "maxRedirects": 0,
+                    "batch": 3, "batchPerHost": 0, "noVUConnectionReuse": true}),
+            &none,
+        )
+        .unwrap();
+        let h = &r.http;
+        assert!(h.insecure && h.no_vu_connection_reuse && !h.no_connection_reuse);
+        assert_eq!(h.user_agent.as_deref(), Some("ua/1"));
+        assert_eq!((h.max_redirects, h.batch, h.batch_per_host), (0, 3, 0));
+    }
+
+    #[test]
     fn block_hostnames_match_exactly_or_by_wildcard_suffix() {
         let none = CliOptions::default();
         let r = resolve(
