@@ -17,8 +17,9 @@
 //! - `event_loop`: k6's event loop per call (iteration, setup, teardown, init, handleSummary):
 //!   timers (`setTimeout` & co., `k6/timers`), asynchronous operations (`http.asyncRequest`),
 //!   unhandled promise rejections; nothing on the hot path when a script uses none of them.
-//! - [`http`]: the native half of `k6/http` on `volley-http` connections, recording k6's
-//!   `http_req_*` metrics with k6's system tags.
+//! - [`http`]: `k6/http`'s bindings: script arguments → a request description for
+//!   volley-http's JS-free per-VU client (`volley_http::client`: connections, DNS, redirects,
+//!   k6's `http_req_*` recording) → a k6 Response object.
 //! - `shims/*.js`: the JS half of the `k6`, `k6/http` and `k6/metrics` modules.
 //! - `modules`: `k6/encoding`, `k6/crypto`, `k6/execution`, `k6/data`, CommonJS `require`,
 //!   the jslib.k6.io stand-ins and the `k6/http` extras' state (cookie jars, response
