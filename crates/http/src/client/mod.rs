@@ -20,8 +20,10 @@
 //! - [`pool`]: a VU's idle keep-alive connections by origin.
 //! - [`exchange`]: one request on a reused or new connection.
 //! - [`redirect`]: `Location` resolution and k6's method rules.
+//! - [`debug`]: `httpDebug`'s text of a request and a response.
 //! - [`record`]: the metric handles of a request, k6's error codes, the per-worker caches.
 
+pub mod debug;
 pub mod exchange;
 pub mod ipnet;
 pub mod pool;
