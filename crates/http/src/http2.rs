@@ -44,7 +44,7 @@ use http::{HeaderMap, Method, Uri, Version};
 use tokio::sync::Notify;
 
 use crate::error::{ErrorClass, HttpError};
-use crate::h1::{Body, BodyMode, ConnectTimings, Response, Timings};
+use crate::message::{Body, BodyMode, ConnectTimings, Response, Timings};
 use crate::transport::{self, Io, WireCounters};
 use crate::url::Target;
 

@@ -17,8 +17,9 @@
 //! - `event_loop`: k6's event loop per call (iteration, setup, teardown, init, handleSummary):
 //!   timers (`setTimeout` & co., `k6/timers`), asynchronous operations (`http.asyncRequest`),
 //!   unhandled promise rejections; nothing on the hot path when a script uses none of them.
-//! - [`http`]: the native half of `k6/http` on `volley-http` connections, recording k6's
-//!   `http_req_*` metrics with k6's system tags.
+//! - [`http`]: `k6/http`'s bindings: script arguments → a request description for
+//!   volley-http's JS-free per-VU client (`volley_http::client`: connections, DNS, redirects,
+//!   k6's `http_req_*` recording) → a k6 Response object.
 //! - `shims/*.js`: the JS half of the `k6`, `k6/http` and `k6/metrics` modules.
 //! - `modules`: `k6/encoding`, `k6/crypto`, `k6/execution`, `k6/data`, CommonJS `require`,
 //!   the jslib.k6.io stand-ins and the `k6/http` extras' state (cookie jars, response
@@ -46,7 +47,6 @@ pub use script::{Script, ScriptError};
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use volley_engine::vus::VuPlan;
 use volley_engine::RunControl;
@@ -361,11 +361,6 @@ pub fn prepare(
             });
         }
     }
-    script
-        .shared
-        .http
-        .insecure
-        .store(resolved.insecure, Ordering::Relaxed);
     let mut tags = resolved.settings.tags.clone();
     tags.insert("group".into(), String::new());
     resolved.settings.filter_system_tags(&mut tags);
@@ -380,6 +375,7 @@ pub fn prepare(
     };
     let factory = Arc::new(vu::JsFactory {
         shared: script.shared.clone(),
+        http: Arc::new(resolved.http.clone()),
     });
     let mut options = serde_json::Map::new();
     options.insert("script".into(), script.options.clone());

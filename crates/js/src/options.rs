@@ -11,7 +11,7 @@
 //! Submodules: [`mod@env`] (k6's `K6_*` variables), [`flags`] (k6's `run` flags and `--config`
 //! file, as the CLI parsed them), [`ipnet`] (`blacklistIPs` ranges).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use volley_engine::executor::{
@@ -21,7 +21,7 @@ use volley_metrics::TagSet;
 
 pub mod env;
 pub mod flags;
-pub mod ipnet;
+pub use volley_http::client::ipnet;
 
 /// Options given on the command line; they override the script's.
 #[derive(Clone, Debug, Default)]
@@ -64,7 +64,9 @@ pub struct CliOptions {
 pub struct Resolved {
     /// At least one; ordered by start time, then name.
     pub scenarios: Vec<Scenario>,
-    pub insecure: bool,
+    /// The run-wide HTTP settings (`insecureSkipTLSVerify`, `userAgent`, `hosts`, ...):
+    /// given to every VU's client at creation.
+    pub http: volley_http::client::ClientSettings,
     /// Options present in the script but not supported yet (ignored, with a warning).
     pub ignored: Vec<String>,
     /// `options.thresholds` as given (parsed once custom metrics are known).
@@ -80,11 +82,6 @@ pub struct RunSettings {
     pub tags: TagSet,
     /// `systemTags`: the system tags to keep (None: k6's default set).
     pub system_tags: Option<HashSet<String>>,
-    pub user_agent: Option<String>,
-    /// `hosts`: name → `ip` or `ip:port`.
-    pub hosts: HashMap<String, String>,
-    pub max_redirects: Option<u32>,
-    pub discard_response_bodies: bool,
     /// `httpDebug`: log requests and responses (Some(true): with bodies).
     pub http_debug: Option<bool>,
     /// `throw`: a request that fails without a response throws instead of returning it.
@@ -92,25 +89,14 @@ pub struct RunSettings {
     /// `noSetup` / `noTeardown`: skip `setup()` / `teardown()`.
     pub no_setup: bool,
     pub no_teardown: bool,
-    /// `blockHostnames`: lower-case patterns, exact or with a leading `*` (any prefix).
-    pub block_hostnames: Vec<String>,
-    /// `blacklistIPs`: requests to these ranges are refused before connecting.
-    pub blacklist_ips: Arc<[ipnet::IpNet]>,
     /// `rps`: one limiter for all VUs (k6: requests per second across the test).
     pub rps: Option<Arc<RpsLimiter>>,
     /// `minIterationDuration`: a faster iteration sleeps out the rest.
     pub min_iteration_duration: Option<Duration>,
     /// `noCookiesReset`: the VU's cookie jar is kept between iterations.
     pub no_cookies_reset: bool,
-    /// `maxResponseBodySize` (Volley's): largest response body a request keeps.
-    pub max_response_body: u64,
-    pub no_connection_reuse: bool,
-    pub no_vu_connection_reuse: bool,
     pub setup_timeout: Duration,
     pub teardown_timeout: Duration,
-    /// `batch` / `batchPerHost` (read by `http.batch`).
-    pub batch: u64,
-    pub batch_per_host: u64,
     /// `maxSeriesPerMetric` / `--max-series`: tag sets a metric keeps before new ones fold
     /// into its overflow series (see [`volley_metrics::guard`]).
     pub max_series: usize,
@@ -124,26 +110,15 @@ impl Default for RunSettings {
         RunSettings {
             tags: TagSet::new(),
             system_tags: None,
-            user_agent: None,
-            hosts: HashMap::new(),
-            max_redirects: None,
-            discard_response_bodies: false,
             http_debug: None,
             throw: false,
             no_setup: false,
             no_teardown: false,
-            block_hostnames: Vec::new(),
-            blacklist_ips: Arc::new([]),
             rps: None,
             min_iteration_duration: None,
             no_cookies_reset: false,
-            max_response_body: DEFAULT_MAX_RESPONSE_BODY,
-            no_connection_reuse: false,
-            no_vu_connection_reuse: false,
             setup_timeout: Duration::from_secs(60),
             teardown_timeout: Duration::from_secs(60),
-            batch: 20,
-            batch_per_host: 6,
             max_series: volley_metrics::DEFAULT_MAX_SERIES,
             url_keys_series: false,
         }
@@ -151,19 +126,6 @@ impl Default for RunSettings {
 }
 
 impl RunSettings {
-    /// The `blockHostnames` pattern `host` matches, if any (k6: case-insensitive, a leading
-    /// `*` matches any prefix).
-    pub fn blocked_hostname(&self, host: &str) -> Option<&str> {
-        let host = host.to_ascii_lowercase();
-        self.block_hostnames
-            .iter()
-            .find(|p| match p.strip_prefix('*') {
-                Some(suffix) => host.ends_with(suffix),
-                None => **p == host,
-            })
-            .map(String::as_str)
-    }
-
     /// Is system tag `tag` recorded (k6's default set, or listed in `systemTags`)?
     pub fn keeps_system_tag(&self, tag: &str) -> bool {
         self.system_tags.as_ref().is_none_or(|k| k.contains(tag))
@@ -245,7 +207,7 @@ fn count(v: &serde_json::Value, what: &str) -> Result<u64, String> {
 }
 
 /// Default of `maxResponseBodySize` / `--max-response-body`.
-pub const DEFAULT_MAX_RESPONSE_BODY: u64 = 64 << 20;
+pub use volley_http::client::DEFAULT_MAX_RESPONSE_BODY;
 
 /// A size such as `64MiB`, `10MB`, `512KiB`, `1000` or `1000B` (bytes; kB/MB/GB are powers of
 /// 1000, KiB/MiB/GiB of 1024), more than 0.
@@ -310,7 +272,7 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
     let mut dur = None;
     let mut iterations = None;
     let mut stages = None;
-    let mut insecure = false;
+    let mut http = volley_http::client::ClientSettings::default();
     let mut thresholds = None;
     let mut scenarios_json = None;
     let mut settings = RunSettings::default();
@@ -320,11 +282,11 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
             "duration" => dur = Some(duration(v, "duration")?),
             "iterations" => iterations = Some(count(v, "iterations")?),
             "stages" => stages = Some(executor::json_stages(v, "options.stages")?),
-            "insecureSkipTLSVerify" => insecure = v.as_bool().unwrap_or(false),
+            "insecureSkipTLSVerify" => http.insecure = v.as_bool().unwrap_or(false),
             "thresholds" => thresholds = Some(v.clone()),
             "tags" => settings.tags = string_map(v, "tags")?.into_iter().collect(),
             "userAgent" => match v {
-                serde_json::Value::String(s) => settings.user_agent = Some(s.clone()),
+                serde_json::Value::String(s) => http.user_agent = Some(s.clone()),
                 serde_json::Value::Null => {}
                 _ => return Err(format!("options.userAgent: expected a string, got {v}")),
             },
@@ -362,7 +324,7 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
                             .map_err(|e| format!("options.blacklistIPs[{i}]: {e}"))?,
                     );
                 }
-                settings.blacklist_ips = nets.into();
+                http.blacklist_ips = nets.into();
             }
             "blockHostnames" => {
                 let arr = v
@@ -376,15 +338,15 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
                         "options.blockHostnames[{i}]: expected a host name, optionally with a \
                          leading wildcard such as *.example.com"
                     ))?;
-                    settings.block_hostnames.push(p.to_ascii_lowercase());
+                    http.block_hostnames.push(p.to_ascii_lowercase());
                 }
             }
             "noTeardown" => settings.no_teardown = boolean(v, k)?,
-            "noConnectionReuse" => settings.no_connection_reuse = boolean(v, k)?,
-            "noVUConnectionReuse" => settings.no_vu_connection_reuse = boolean(v, k)?,
-            "discardResponseBodies" => settings.discard_response_bodies = boolean(v, k)?,
+            "noConnectionReuse" => http.no_connection_reuse = boolean(v, k)?,
+            "noVUConnectionReuse" => http.no_vu_connection_reuse = boolean(v, k)?,
+            "discardResponseBodies" => http.discard_response_bodies = boolean(v, k)?,
             "maxResponseBodySize" => {
-                settings.max_response_body = match v {
+                http.max_response_body = match v {
                     serde_json::Value::String(s) => parse_size(s),
                     _ => v
                         .as_u64()
@@ -404,16 +366,16 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
                             "options.hosts.{name}: expected an IP address or IP:port, got '{addr}'"
                         ));
                     }
-                    settings.hosts.insert(name.to_ascii_lowercase(), addr);
+                    http.hosts.insert(name.to_ascii_lowercase(), addr);
                 }
             }
             "maxRedirects" => {
-                settings.max_redirects = Some(count(v, "maxRedirects")?.min(u32::MAX as u64) as u32)
+                http.max_redirects = count(v, "maxRedirects")?.min(u32::MAX as u64) as u32
             }
             "setupTimeout" => settings.setup_timeout = duration(v, "setupTimeout")?,
             "teardownTimeout" => settings.teardown_timeout = duration(v, "teardownTimeout")?,
-            "batch" => settings.batch = count(v, "batch")?,
-            "batchPerHost" => settings.batch_per_host = count(v, "batchPerHost")?,
+            "batch" => http.batch = count(v, "batch")?,
+            "batchPerHost" => http.batch_per_host = count(v, "batchPerHost")?,
             "maxSeriesPerMetric" => {
                 settings.max_series = max_series(count(v, k)?, "options.maxSeriesPerMetric")?
             }
@@ -464,7 +426,7 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
         }
     }
     if let Some(n) = cli.max_response_body {
-        settings.max_response_body = n;
+        http.max_response_body = n;
     }
     if let Some(n) = cli.max_series {
         settings.max_series = max_series(n, "--max-series")?;
@@ -491,7 +453,7 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
         executor::check_vus(&scenarios)?;
         return Ok(Resolved {
             scenarios,
-            insecure,
+            http,
             ignored,
             thresholds,
             settings,
@@ -560,7 +522,7 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
     executor::check_vus(&scenarios)?;
     Ok(Resolved {
         scenarios,
-        insecure,
+        http,
         ignored,
         thresholds,
         settings,
@@ -688,6 +650,24 @@ mod tests {
     }
 
     #[test]
+    fn http_options_resolve_into_the_clients_settings() {
+        let none = CliOptions::default();
+        let r = resolve(&json!({}), &none).unwrap();
+        assert!(!r.http.insecure);
+        assert_eq!(r.http.max_redirects, 10, "k6's default");
+        let r = resolve(
+            &json!({"insecureSkipTLSVerify": true, "userAgent": "ua/1", "maxRedirects": 0,
+                    "batch": 3, "batchPerHost": 0, "noVUConnectionReuse": true}),
+            &none,
+        )
+        .unwrap();
+        let h = &r.http;
+        assert!(h.insecure && h.no_vu_connection_reuse && !h.no_connection_reuse);
+        assert_eq!(h.user_agent.as_deref(), Some("ua/1"));
+        assert_eq!((h.max_redirects, h.batch, h.batch_per_host), (0, 3, 0));
+    }
+
+    #[test]
     fn block_hostnames_match_exactly_or_by_wildcard_suffix() {
         let none = CliOptions::default();
         let r = resolve(
@@ -695,7 +675,7 @@ mod tests {
             &none,
         )
         .unwrap();
-        let s = &r.settings;
+        let s = &r.http;
         assert_eq!(s.blocked_hostname("a.b.EXAMPLE.com"), Some("*.example.com"));
         assert_eq!(s.blocked_hostname("api.test"), Some("api.test"));
         assert_eq!(s.blocked_hostname("example.com"), None);
@@ -715,15 +695,15 @@ mod tests {
         }
         let none = CliOptions::default();
         let r = resolve(&serde_json::Value::Null, &none).unwrap();
-        assert_eq!(r.settings.max_response_body, 64 << 20);
+        assert_eq!(r.http.max_response_body, 64 << 20);
         let r = resolve(&json!({"maxResponseBodySize": 4096}), &none).unwrap();
-        assert_eq!(r.settings.max_response_body, 4096);
+        assert_eq!(r.http.max_response_body, 4096);
         let cli = CliOptions {
             max_response_body: Some(10),
             ..Default::default()
         };
         let r = resolve(&json!({"maxResponseBodySize": "1GB"}), &cli).unwrap();
-        assert_eq!(r.settings.max_response_body, 10);
+        assert_eq!(r.http.max_response_body, 10);
         let e = resolve(&json!({"maxResponseBodySize": true}), &none).unwrap_err();
         assert!(e.starts_with("options.maxResponseBodySize: "), "{e}");
     }

@@ -55,7 +55,6 @@ pub struct ScriptShared {
     pub(crate) setup_data: Mutex<Option<String>>,
     /// Custom metric names and kinds, so every VU agrees.
     pub(crate) metrics: Mutex<HashMap<String, (MetricKind, Unit)>>,
-    pub(crate) http: crate::http::HttpConfig,
     pub(crate) errors_logged: AtomicU64,
     /// Settings from options (tags, HTTP options, timeouts, `--out json`), set before VUs start.
     pub(crate) settings: OnceLock<crate::options::RunSettings>,
@@ -75,7 +74,6 @@ impl ScriptShared {
             files: Mutex::new(HashMap::new()),
             setup_data: Mutex::new(None),
             metrics: Mutex::new(HashMap::new()),
-            http: crate::http::HttpConfig::default(),
             errors_logged: AtomicU64::new(0),
             settings: OnceLock::new(),
             ext: Default::default(),
@@ -158,7 +156,8 @@ pub(crate) struct VuState {
     group_starts: RefCell<Vec<Instant>>,
     /// Custom metrics declared by this VU: (name, kind, unit).
     metrics: RefCell<Vec<(String, MetricKind, Unit)>>,
-    pub(crate) http: RefCell<crate::http::VuHttp>,
+    /// The VU's HTTP client (its connections and prepared requests; the run's settings).
+    pub(crate) http: RefCell<volley_http::client::VuClient>,
     /// VU tags, cookie jars, response callback, abort (`crate::modules`).
     pub(crate) ext: crate::modules::VuExt,
     /// Timers and async operations of the running call (`crate::event_loop`).
@@ -170,12 +169,15 @@ pub(crate) struct VuState {
 
 impl VuState {
     pub(crate) fn new_init(shared: Arc<ScriptShared>) -> Rc<VuState> {
-        Rc::new(VuState::new(0, shared, Rc::default(), None, None))
+        // Init code cannot make requests: the client gets default settings.
+        let http = Arc::default();
+        Rc::new(VuState::new(0, shared, http, Rc::default(), None, None))
     }
 
     fn new(
         id: u64,
         shared: Arc<ScriptShared>,
+        http: Arc<volley_http::client::ClientSettings>,
         rec: Rc<RefCell<Recorder>>,
         env: Option<WorkerEnv>,
         scenario: Option<usize>,
@@ -198,7 +200,7 @@ impl VuState {
             groups: RefCell::new(vec![String::new()]),
             group_starts: RefCell::new(Vec::new()),
             metrics: RefCell::new(Vec::new()),
-            http: RefCell::new(crate::http::VuHttp::default()),
+            http: RefCell::new(volley_http::client::VuClient::new(http)),
             ext: Default::default(),
             pending: Default::default(),
             halt: RefCell::new(None),
@@ -468,7 +470,7 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
                     Outcome::Abort(format!("the script has no exported function '{exec_name}'"))
                 }
                 Some(f) => {
-                    crate::http::new_iteration(st);
+                    st.http.borrow_mut().new_iteration();
                     st.iteration.set(it.iteration);
                     crate::modules::begin_iteration(st);
                     if let Some(k) = &iter_key {
@@ -564,6 +566,9 @@ fn log_exception(st: &VuState, msg: &str) {
 /// Makes [`JsVu`]s for the engine.
 pub struct JsFactory {
     pub(crate) shared: Arc<ScriptShared>,
+    /// The run's HTTP settings, built once from the resolved options: every VU's client
+    /// gets them at creation.
+    pub(crate) http: Arc<volley_http::client::ClientSettings>,
 }
 
 impl VuFactory for JsFactory {
@@ -571,7 +576,7 @@ impl VuFactory for JsFactory {
 
     fn create(&self, env: &WorkerEnv, id: u64, scenario: Option<usize>) -> Result<JsVu, String> {
         // The raw outputs and the series guard are on the recorder already (the plan's).
-        JsVu::new(id, self.shared.clone(), env, scenario).map_err(|e| e.0)
+        JsVu::new(id, self.shared.clone(), self.http.clone(), env, scenario).map_err(|e| e.0)
     }
 
     fn aborted_by_body(&self) -> bool {

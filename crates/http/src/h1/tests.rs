@@ -1,8 +1,16 @@
 //! Tests against loopback servers started by each test.
 
+use super::decode::parse_chunk_size;
 use super::*;
+use crate::error::{ErrorClass, HttpError};
 use crate::tls::{tls_config, TlsOptions};
+use crate::url::Target;
+use bytes::Bytes;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::io::AsyncRead;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 

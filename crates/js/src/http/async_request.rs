@@ -3,13 +3,14 @@
 //! loop (`crate::event_loop`) instead of suspending the script: it returns a Promise at once,
 //! and several requests of one VU are in flight together, each on its own connection.
 
-use super::{finish_hop, init_refused, parse_spec, start_hop, Exchange, Keys, Spec, Started};
+use super::{finish_hop, init_refused, parse_spec, start_hop, Keys, Spec, Started};
 use crate::event_loop::{self, Continue, Next, OpFuture};
 use crate::vu::VuState;
 use rquickjs::function::Opt;
 use rquickjs::{Ctx, Exception, Function, Object, Promise, Value};
 use std::any::Any;
 use std::rc::Rc;
+use volley_http::client::Exchange;
 
 /// One request's remaining work: its spec and the hop in flight.
 struct HttpOp {

@@ -15,12 +15,14 @@ impl JsVu {
     pub(super) fn new(
         id: u64,
         shared: Arc<ScriptShared>,
+        http: Arc<volley_http::client::ClientSettings>,
         env: &WorkerEnv,
         scenario: Option<usize>,
     ) -> Result<JsVu, ScriptError> {
         let state = Rc::new(VuState::new(
             id,
             shared,
+            http,
             env.recorder.clone(),
             Some(env.clone()),
             scenario,
