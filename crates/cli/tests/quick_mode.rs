@@ -510,3 +510,37 @@ fn sigterm_cuts_requests_a_silent_server_never_answers_within_the_grace() {
     assert_eq!(j["interrupted_requests"], 4, "{j}");
     assert!(file.exists(), "the result file is written");
 }
+
+#[test]
+fn quick_mode_on_the_vu_scheduler_records_no_k6_iteration_metrics() {
+    // Quick mode runs as VUs of the scheduler (one per connection); its result stays quick
+    // mode's: no iterations, iteration_duration, vus or vus_max.
+    let _serial = exclusive();
+    let t = target();
+    let dir = scratch("no_iterations");
+    let file = dir.join("run.json");
+    let url = format!("{}/", t.url());
+    let o = run(&[
+        "http",
+        &url,
+        "-n",
+        "300",
+        "-c",
+        "3",
+        "--quiet",
+        "--save",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&file).unwrap();
+    for name in ["iterations", "iteration_duration", "vus", "vus_max"] {
+        assert!(
+            !text.contains(&format!("\"{name}\"")),
+            "{name} in the result"
+        );
+    }
+    assert!(text.contains("\"http_req_duration\""));
+    assert_eq!(t.stats().requests, 300);
+    std::fs::remove_dir_all(dir).ok();
+    t.shutdown();
+}

@@ -154,6 +154,11 @@ impl WorkerEnv {
         self.ctl.was_interrupted()
     }
 
+    /// The run's control: a self-paced body stops it at its own deadline (quick mode's `-z`).
+    pub(crate) fn ctl(&self) -> &RunControl {
+        &self.ctl
+    }
+
     /// This worker's wait counters: a body counts its waits here (requests, sleeps).
     pub fn waits(&self) -> &WaitCounts {
         &self.waits[self.worker]
@@ -395,8 +400,11 @@ fn scenario_hard<F>(s: &Shared<F>, sc: usize, t0: Instant) -> Instant {
     t0 + spec.start_time + spec.executor.duration() + spec.graceful_stop
 }
 
-/// A scenario's iteration metrics on one worker, resolved once.
-struct IterHandles {
+/// A scenario's iteration metrics on one worker, resolved once (None: a self-paced
+/// scenario, which records none).
+struct IterHandles(Option<IterMetrics>);
+
+struct IterMetrics {
     iterations: Handle,
     duration: Handle,
     errors: Handle,
@@ -408,6 +416,9 @@ struct IterHandles {
 impl IterHandles {
     fn new<F>(s: &Shared<F>, env: &WorkerEnv, sc: usize) -> IterHandles {
         let spec = &s.plan.scenarios[sc];
+        if spec.self_paced {
+            return IterHandles(None);
+        }
         let mut tags = s.plan.iteration_tags.clone();
         for (k, v) in &spec.tags {
             tags.insert(k.clone(), v.clone());
@@ -426,7 +437,7 @@ impl IterHandles {
                 unit,
             )
         };
-        IterHandles {
+        IterHandles(Some(IterMetrics {
             iterations: handle("iterations", MetricKind::Counter, Unit::Default),
             duration: handle("iteration_duration", MetricKind::Trend, Unit::Time),
             errors: handle("iteration_errors", MetricKind::Counter, Unit::Default),
@@ -438,7 +449,7 @@ impl IterHandles {
                     Unit::Time,
                 )
             }),
-        }
+        }))
     }
 }
 
@@ -481,13 +492,15 @@ async fn run_iteration<F: VuFactory>(
         }
         Outcome::Ok | Outcome::Error(_) => {
             st.completed.fetch_add(1, Ordering::Relaxed);
-            if matches!(outcome, Outcome::Error(_)) {
-                rec.add(h.errors, 1.0);
-            }
-            rec.add(h.iterations, 1.0);
-            rec.trend_us(h.duration, (ended - began).as_micros() as u64);
-            if let (Some(c), Some(due)) = (h.corrected, due) {
-                rec.trend_us(c, ended.saturating_duration_since(due).as_micros() as u64);
+            if let Some(h) = &h.0 {
+                if matches!(outcome, Outcome::Error(_)) {
+                    rec.add(h.errors, 1.0);
+                }
+                rec.add(h.iterations, 1.0);
+                rec.trend_us(h.duration, (ended - began).as_micros() as u64);
+                if let (Some(c), Some(due)) = (h.corrected, due) {
+                    rec.trend_us(c, ended.saturating_duration_since(due).as_micros() as u64);
+                }
             }
         }
     }
@@ -532,8 +545,10 @@ async fn vu_loop<F: VuFactory>(
     let end = begin + ex.duration();
     let hard_end = end + spec.graceful_stop;
     // Spread the first iterations (see [`start_offset`]); ramping VUs are spread by their ramp.
+    // Self-paced bodies (quick mode's connections) start together, as their load is theirs.
     let off = match ex {
         Executor::RampingVus(_) => Duration::ZERO,
+        _ if spec.self_paced => Duration::ZERO,
         _ => start_offset(idx, ex.max_vus()),
     };
     if !wait_until(&s, &env, begin).await {
@@ -675,7 +690,9 @@ async fn arrivals<F: VuFactory>(
             };
             let Some((id, mut body)) = vu else {
                 st.dropped.fetch_add(1, Ordering::Relaxed);
-                env.recorder.borrow_mut().add(h.dropped, 1.0);
+                if let Some(h) = &h.0 {
+                    env.recorder.borrow_mut().add(h.dropped, 1.0);
+                }
                 if !warned {
                     warned = true;
                     crate::log::log(
