@@ -30,17 +30,17 @@ fn batch_server(mut s: std::net::TcpStream) {
             cut += at + 4;
         }
         buf.drain(..cut);
-        let one = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-        let all: Vec<u8> = one
-            .iter()
-            .copied()
-            .cycle()
-            .take(one.len() * DEPTH)
-            .collect();
-        if s.write_all(&all).is_err() {
+        if !answer(&mut s, DEPTH) {
             return;
         }
     }
+}
+
+/// Answer `n` pipelined requests with one write of `n` small 200s.
+fn answer(s: &mut std::net::TcpStream, n: usize) -> bool {
+    let one = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    let all: Vec<u8> = one.iter().copied().cycle().take(one.len() * n).collect();
+    s.write_all(&all).is_ok()
 }
 
 #[test]
@@ -305,14 +305,7 @@ fn slow_batch_server(mut s: std::net::TcpStream) {
         }
         MOST_AT_ONCE.fetch_max(heads, Ordering::Relaxed);
         std::thread::sleep(Duration::from_millis(20));
-        let one = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-        let all: Vec<u8> = one
-            .iter()
-            .copied()
-            .cycle()
-            .take(one.len() * heads)
-            .collect();
-        if s.write_all(&all).is_err() {
+        if !answer(&mut s, heads) {
             return;
         }
         ANSWERED.fetch_add(heads as u64, Ordering::Relaxed);

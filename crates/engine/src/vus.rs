@@ -8,7 +8,9 @@
 //! Threads: one worker per core, each a current-thread tokio runtime with a `LocalSet`; every
 //! VU is a local task on one worker. Workers record into a thread-local [`Recorder`] (shared
 //! with the bodies through [`WorkerEnv`]) and hand a snapshot to the coordinator once per
-//! second, as quick mode does; the coordinator itself records the `vus` and `vus_max` gauges.
+//! second; the coordinator itself records the `vus` and `vus_max` gauges. Quick mode is one
+//! more body ([`crate::quick`]): its scenario is *self-paced* ([`Scenario::self_paced`]), so
+//! the scheduler records none of k6's iteration or VU metrics for it.
 //!
 //! VUs: every scenario owns a block of VU ids (`vus_max` is the sum of what the scenarios
 //! need), handed to the workers round-robin. The looping executors run one task per VU
@@ -61,7 +63,7 @@ pub struct VuPlan {
     /// Add k6's `scenario` system tag to those metrics.
     pub scenario_tag: bool,
     /// Targets to watch (`--monitor`): sampled on their own thread from the start of setup,
-    /// reporting to the coordinator as one more worker, as in quick mode.
+    /// reporting to the coordinator as one more worker.
     pub monitor: crate::MonitorPlan,
 }
 
