@@ -51,6 +51,8 @@ pub(super) struct QuickWorker {
     stopped_at: Cell<Option<Instant>>,
     /// When the last request that ended after the stop ended (response or error).
     last_end: Cell<Option<Instant>>,
+    /// `dropped_requests` recorded so far (each VU's end brings the count up to date).
+    dropped: Cell<u64>,
     /// The load's start (the scenario's, set by the first iteration) and `-z` deadline.
     start: Cell<Instant>,
     end: Cell<Option<Instant>>,
@@ -169,6 +171,7 @@ impl QuickWorker {
             live_conns: Cell::new(0),
             stopped_at: Cell::new(None),
             last_end: Cell::new(None),
+            dropped: Cell::new(0),
             start: Cell::new(Instant::now()),
             end: Cell::new(None),
         }
@@ -316,7 +319,8 @@ impl QuickWorker {
     }
 
     /// Open model: arrivals of this worker that fell due before it stopped but never started
-    /// (k6's dropped_iterations); recorded once, when the worker's last VU is gone.
+    /// (k6's dropped_iterations); brought up to date at the end of each VU's iteration (once
+    /// the last one ended, nothing moves any more).
     fn record_dropped(&self) {
         let (Some(rate), Some(at)) = (&self.shared.rate, self.stopped_at.get()) else {
             return;
@@ -329,13 +333,27 @@ impl QuickWorker {
             0
         };
         let dropped = mine.saturating_sub(self.next_arrival.get());
+        let new = dropped.saturating_sub(self.dropped.replace(dropped.max(self.dropped.get())));
         let mut rec = self.rec.borrow_mut();
         let h = rec.handle(
             MetricKey::new("dropped_requests"),
             MetricKind::Counter,
             Unit::Default,
         );
-        rec.add(h, dropped as f64);
+        rec.add(h, new as f64);
+    }
+
+    /// The VU's iteration ended: what the run's result needs from this worker so far.
+    fn settle(&self) {
+        self.record_dropped();
+        if let Some(t) = self.last_end.get() {
+            let mut last = self
+                .shared
+                .last_end
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            *last = (*last).max(Some(t));
+        }
     }
 
     pub(super) fn addr(&self) -> SocketAddr {
@@ -430,22 +448,6 @@ impl QuickWorker {
     }
 }
 
-impl Drop for QuickWorker {
-    /// The worker's last VU is gone (after every iteration): count the arrivals it dropped
-    /// and hand its last landing to the run's elapsed-time rule.
-    fn drop(&mut self) {
-        self.record_dropped();
-        if let Some(t) = self.last_end.get() {
-            let mut last = self
-                .shared
-                .last_end
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            *last = (*last).max(Some(t));
-        }
-    }
-}
-
 /// A quick-mode VU: one connection (more in the open model when all are busy), driven by one
 /// long iteration until the budget, the deadline or a stop ends it.
 pub struct QuickBody {
@@ -505,6 +507,7 @@ fn finish(w: &QuickWorker, vu: &Vu, cut: bool) -> Outcome {
         }
     }
     w.record_cut(vu);
+    w.settle();
     if cut {
         Outcome::Interrupted
     } else {
