@@ -376,6 +376,12 @@ fn sigint_stops_gracefully_and_still_writes_everything() {
         "graceful stop is quick"
     );
     assert_eq!(o.status.code(), Some(105), "stderr: {}", stderr(&o));
+    // Quick mode runs on the VU scheduler, but has no k6 lifecycle to describe.
+    assert!(
+        stderr(&o).contains("stopping: waiting for in-flight requests"),
+        "{}",
+        stderr(&o)
+    );
     let j = json(&o);
     assert_eq!(j["interrupted"], true);
     let n = j["requests"].as_u64().unwrap();

@@ -143,16 +143,4 @@ pub use plan::{plan, QuickFactory, RUN_KIND};
 pub use worker::{QuickBody, DEADLINE_GRACE};
 
 #[cfg(test)]
-mod tests {
-    use super::plan::split;
-
-    #[test]
-    fn split_shares_exactly() {
-        for total in [0u64, 1, 7, 10_000, 10_001] {
-            for parts in 1..5 {
-                let sum: u64 = (0..parts).map(|i| split(total, parts, i)).sum();
-                assert_eq!(sum, total);
-            }
-        }
-    }
-}
+mod tests;

@@ -273,6 +273,14 @@ struct Shared<F> {
 }
 
 impl<F> Shared<F> {
+    /// Tell the signal handler where the run is; a self-paced run (quick mode) has no k6
+    /// lifecycle to describe, so a Ctrl-C there keeps the generic words.
+    fn set_phase(&self, p: RunPhase) {
+        if self.plan.scenarios.iter().any(|s| !s.self_paced) {
+            self.ctl.status().set_phase(p);
+        }
+    }
+
     fn owner(&self, id: u64) -> usize {
         ((id - 1) % self.threads as u64) as usize
     }
@@ -329,7 +337,9 @@ pub fn run_vus_with<F: VuFactory>(
     }
     .clamp(1, max_vus.max(1) as usize);
     let status = ctl.status();
-    status.set_phase(RunPhase::Init);
+    if plan.scenarios.iter().any(|s| !s.self_paced) {
+        status.set_phase(RunPhase::Init);
+    }
     status.vus_created.store(0, Ordering::Relaxed);
     let planned: u64 = plan
         .scenarios
@@ -392,7 +402,7 @@ pub fn run_vus_with<F: VuFactory>(
     for j in joins {
         let _ = j.join();
     }
-    ctl.status().set_phase(RunPhase::Finishing);
+    shared.set_phase(RunPhase::Finishing);
     Ok(result)
 }
 

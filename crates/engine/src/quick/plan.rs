@@ -317,7 +317,7 @@ impl QuickFactory {
             .sum();
         Progress {
             elapsed: tick.elapsed,
-            remaining: self.s.cfg.duration.map(|d| d.saturating_sub(tick.elapsed)),
+            remaining: self.s.duration.map(|d| d.saturating_sub(tick.elapsed)),
             requests: agg.counter_sum(names::HTTP_REQS) as u64,
             rate,
             p99_ms,
