@@ -122,7 +122,8 @@ pub struct HttpArgs {
     )]
     pub out: Vec<String>,
 
-    /// HTTP/1.1 pipelining: requests per connection written back to back in one write
+    /// HTTP/1.1 pipelining: requests per connection written back to back in one write (with
+    /// -q/--rate-stages: the requests due by then, up to N)
     #[arg(short = 'p', long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub pipeline: u64,
 

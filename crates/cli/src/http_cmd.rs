@@ -378,12 +378,6 @@ fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
     if a.http2 && a.body_file.is_some() {
         return Err("--body-file is not supported over HTTP/2 yet; use -d or HTTP/1.1".into());
     }
-    if a.pipeline > 1 && rate.is_some() {
-        return Err(
-            "--pipeline cannot be combined with -q/--rate-stages (pipelining is closed-model)"
-                .into(),
-        );
-    }
     // Never more connections than requests: each costs a task and a socket up front.
     let connections = a.connections.min(a.requests.unwrap_or(u64::MAX));
     if a.http2 && connections.saturating_mul(a.h2_streams) > MAX_H2_IN_FLIGHT {

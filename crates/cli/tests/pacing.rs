@@ -30,17 +30,17 @@ fn batch_server(mut s: std::net::TcpStream) {
             cut += at + 4;
         }
         buf.drain(..cut);
-        let one = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-        let all: Vec<u8> = one
-            .iter()
-            .copied()
-            .cycle()
-            .take(one.len() * DEPTH)
-            .collect();
-        if s.write_all(&all).is_err() {
+        if !answer(&mut s, DEPTH) {
             return;
         }
     }
+}
+
+/// Answer `n` pipelined requests with one write of `n` small 200s.
+fn answer(s: &mut std::net::TcpStream, n: usize) -> bool {
+    let one = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    let all: Vec<u8> = one.iter().copied().cycle().take(one.len() * n).collect();
+    s.write_all(&all).is_ok()
 }
 
 #[test]
@@ -204,7 +204,6 @@ fn rate_stages_deliver_their_integral() {
 fn pacing_flags_are_validated() {
     let _serial = exclusive();
     for (args, needle) in [
-        (vec!["-q", "100", "-p", "4"], "pipeline"),
         (vec!["--rate-stages", "fast"], "RATE:DURATION"),
         (vec!["-q", "-5"], ""),
         (vec!["-p", "0"], "pipeline"),
@@ -292,4 +291,157 @@ fn ab_comparison_shows_the_slower_side() {
     std::fs::remove_dir_all(dir).ok();
     fast.shutdown();
     slow.shutdown();
+}
+
+/// Pipelining under a rate cap: the most request heads the slow server below found in one
+/// read, and how many requests it answered.
+static MOST_AT_ONCE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static ANSWERED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A server that takes 20 ms per read and answers every complete request head it holds: the
+/// heads found in one read are a batch the client wrote back to back.
+fn slow_batch_server(mut s: std::net::TcpStream) {
+    use std::sync::atomic::Ordering;
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut buf = Vec::new();
+    let mut b = [0u8; 4096];
+    for _ in 0..10_000 {
+        match s.read(&mut b) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&b[..n]),
+        }
+        let mut heads = 0;
+        let mut cut = 0;
+        while let Some(at) = buf[cut..].windows(4).position(|w| w == b"\r\n\r\n") {
+            cut += at + 4;
+            heads += 1;
+        }
+        buf.drain(..cut);
+        if heads == 0 {
+            continue;
+        }
+        MOST_AT_ONCE.fetch_max(heads, Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(20));
+        if !answer(&mut s, heads) {
+            return;
+        }
+        ANSWERED.fetch_add(heads as u64, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn pipelining_under_a_rate_cap_sends_the_due_requests_in_batches() {
+    use std::sync::atomic::Ordering;
+    let _serial = exclusive();
+    let port = raw_server(1, Duration::from_secs(20), slow_batch_server);
+    let url = format!("http://127.0.0.1:{port}/");
+    // One connection of ≤ 8 requests per 20 ms (≤ 400/s) asked for 600/s: requests fall due
+    // while a batch is out, and the next write carries up to 8 of them.
+    let o = run(&[
+        "http",
+        &url,
+        "-q",
+        "600",
+        "-p",
+        "8",
+        "-c",
+        "1",
+        "--max-connections",
+        "1",
+        "-z",
+        "2s",
+        "--timeout",
+        "3s",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    let most = MOST_AT_ONCE.load(Ordering::Relaxed);
+    assert!(
+        (2..=8).contains(&most),
+        "batches of up to the depth: {most}"
+    );
+    let sent = j["requests"].as_u64().unwrap();
+    assert_eq!(ANSWERED.load(Ordering::Relaxed), sent, "{j}");
+    assert_eq!(j["connections_opened"], 1);
+    // Everything due was either sent, counted as dropped, or cut at the deadline.
+    let cut = j["interrupted_requests"].as_u64().unwrap();
+    let dropped = j["open_model"]["dropped"].as_u64().unwrap();
+    assert_eq!(sent + cut + dropped, 1200, "{j}");
+    // Queued behind the slow batches: latency from the due time dwarfs the service time.
+    let corrected = j["latency_ms"]["p50"].as_f64().unwrap();
+    let service = j["service_latency_ms"]["p50"].as_f64().unwrap();
+    assert!(
+        corrected > service * 2.0,
+        "corrected p50 {corrected} vs service p50 {service}"
+    );
+    assert!(
+        j["open_model"]["missed_starts"].as_u64().unwrap() > 10,
+        "{j}"
+    );
+}
+
+#[test]
+fn pipelining_under_a_rate_cap_hits_the_rate_against_the_target() {
+    let _serial = exclusive();
+    let t = target();
+    let url = format!("{}/", t.url());
+    let o = run(&[
+        "http", &url, "-q", "2000", "-p", "8", "-c", "4", "-z", "3s", "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    let sent = j["requests"].as_u64().unwrap();
+    // 3 s at 2000/s is 6000 requests due; an easy rate is met within 1 %.
+    assert!((5940..=6000).contains(&sent), "sent {sent}: {j}");
+    let cut = j["interrupted_requests"].as_u64().unwrap();
+    assert_eq!(
+        sent + cut + j["open_model"]["dropped"].as_u64().unwrap(),
+        6000
+    );
+    assert_eq!(t.stats().requests, sent);
+    assert_eq!(j["bytes_sent"].as_u64().unwrap(), t.stats().bytes_received);
+    let opts = &j["open_model"];
+    assert_eq!(opts["target_rps"], 2000.0);
+    t.shutdown();
+}
+
+#[test]
+fn pipelining_under_a_rate_cap_corrects_a_slow_targets_latency() {
+    let _serial = exclusive();
+    let t = target();
+    // The target answers a connection's pipelined requests one after another, 20 ms each:
+    // one connection serves 50/s, asked for 200/s.
+    let url = format!("{}/delay/20", t.url());
+    let o = run(&[
+        "http",
+        &url,
+        "-q",
+        "200",
+        "-p",
+        "4",
+        "-c",
+        "1",
+        "--max-connections",
+        "1",
+        "-z",
+        "2s",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    let sent = j["requests"].as_u64().unwrap();
+    assert_eq!(t.stats().requests, sent);
+    for p in ["p50", "p99"] {
+        let corrected = j["latency_ms"][p].as_f64().unwrap();
+        let service = j["service_latency_ms"][p].as_f64().unwrap();
+        assert!(
+            corrected >= service,
+            "{p}: corrected {corrected} < service {service}"
+        );
+    }
+    let corrected = j["latency_ms"]["p99"].as_f64().unwrap();
+    let service = j["service_latency_ms"]["p99"].as_f64().unwrap();
+    assert!(corrected > service * 2.0, "{corrected} vs {service}");
+    t.shutdown();
 }

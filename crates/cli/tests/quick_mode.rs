@@ -376,6 +376,12 @@ fn sigint_stops_gracefully_and_still_writes_everything() {
         "graceful stop is quick"
     );
     assert_eq!(o.status.code(), Some(105), "stderr: {}", stderr(&o));
+    // Quick mode runs on the VU scheduler, but has no k6 lifecycle to describe.
+    assert!(
+        stderr(&o).contains("stopping: waiting for in-flight requests"),
+        "{}",
+        stderr(&o)
+    );
     let j = json(&o);
     assert_eq!(j["interrupted"], true);
     let n = j["requests"].as_u64().unwrap();
@@ -612,4 +618,38 @@ fn k6_thresholds_summary_export_and_junit_in_quick_mode() {
         assert!(stderr(&o).contains("--threshold"), "{bad}: {}", stderr(&o));
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn quick_mode_on_the_vu_scheduler_records_no_k6_iteration_metrics() {
+    // Quick mode runs as VUs of the scheduler (one per connection); its result stays quick
+    // mode's: no iterations, iteration_duration, vus or vus_max.
+    let _serial = exclusive();
+    let t = target();
+    let dir = scratch("no_iterations");
+    let file = dir.join("run.json");
+    let url = format!("{}/", t.url());
+    let o = run(&[
+        "http",
+        &url,
+        "-n",
+        "300",
+        "-c",
+        "3",
+        "--quiet",
+        "--save",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&file).unwrap();
+    for name in ["iterations", "iteration_duration", "vus", "vus_max"] {
+        assert!(
+            !text.contains(&format!("\"{name}\"")),
+            "{name} in the result"
+        );
+    }
+    assert!(text.contains("\"http_req_duration\""));
+    assert_eq!(t.stats().requests, 300);
+    std::fs::remove_dir_all(dir).ok();
+    t.shutdown();
 }

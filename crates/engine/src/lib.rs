@@ -5,9 +5,9 @@
 //! - [`executor`]: k6's six executors (one file each) and the scenarios that use them.
 //! - [`vus`]: the VU scheduler: scenarios run concurrently from one pool of VUs.
 //! - [`rate`]: open-model pacing (constant rate or linear `target:duration` stages).
-//! - [`quick`]: quick mode (`volley http`): worker threads, each with a single-threaded tokio
-//!   runtime driving its share of the connections, recording into a thread-local
-//!   [`volley_metrics::Recorder`] that is handed to the coordinator once per second.
+//! - [`quick`]: quick mode (`volley http`) as a body on the [`vus`] scheduler: a VU per
+//!   connection whose one iteration drives it (closed or open model, pipelining, HTTP/2);
+//!   [`quick::plan`] gives a run layer the plan and the body factory.
 //! - [`summary`]: the quick-mode summary (terminal text and `--json`) computed from a
 //!   [`volley_metrics::RunResult`] alone, so `volley summary run.json` prints the same thing.
 //! - [`sys`]: process facts (peak RSS).

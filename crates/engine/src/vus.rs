@@ -9,8 +9,9 @@
 //! VU is a local task on one worker. Workers record into a thread-local [`Recorder`] (shared
 //! with the bodies through [`WorkerEnv`], and given the plan's raw-output sink and series guard
 //! when the worker starts, so every body gets them) and hand a snapshot to the coordinator once
-//! per second, as quick mode does; the coordinator itself records the `vus` and `vus_max`
-//! gauges.
+//! per second; the coordinator itself records the `vus` and `vus_max` gauges. Quick mode is one
+//! more body ([`crate::quick`]): its scenario is *self-paced* ([`Scenario::self_paced`]), so
+//! the scheduler records none of k6's iteration or VU metrics for it.
 //!
 //! VUs: every scenario owns a block of VU ids (`vus_max` is the sum of what the scenarios
 //! need), handed to the workers round-robin. The looping executors run one task per VU
@@ -63,7 +64,7 @@ pub struct VuPlan {
     /// Add k6's `scenario` system tag to those metrics.
     pub scenario_tag: bool,
     /// Targets to watch (`--monitor`): sampled on their own thread from the start of setup,
-    /// reporting to the coordinator as one more worker, as in quick mode.
+    /// reporting to the coordinator as one more worker.
     pub monitor: crate::MonitorPlan,
     /// Raw per-sample outputs (`--out json/csv`): each worker's recorder gets the sink this
     /// makes when the worker starts, whatever the body (script VUs, quick mode).
@@ -173,6 +174,11 @@ impl WorkerEnv {
     /// The user interrupted the run (Ctrl-C, SIGTERM): VU init code stops too.
     pub fn is_interrupted(&self) -> bool {
         self.ctl.was_interrupted()
+    }
+
+    /// The run's control: a self-paced body stops it at its own deadline (quick mode's `-z`).
+    pub(crate) fn ctl(&self) -> &RunControl {
+        &self.ctl
     }
 
     /// This worker's wait counters: a body counts its waits here (requests, sleeps).
@@ -293,6 +299,14 @@ struct Shared<F> {
 }
 
 impl<F> Shared<F> {
+    /// Tell the signal handler where the run is; a self-paced run (quick mode) has no k6
+    /// lifecycle to describe, so a Ctrl-C there keeps the generic words.
+    fn set_phase(&self, p: RunPhase) {
+        if self.plan.scenarios.iter().any(|s| !s.self_paced) {
+            self.ctl.status().set_phase(p);
+        }
+    }
+
     fn owner(&self, id: u64) -> usize {
         ((id - 1) % self.threads as u64) as usize
     }
@@ -349,7 +363,9 @@ pub fn run_vus_with<F: VuFactory>(
     }
     .clamp(1, max_vus.max(1) as usize);
     let status = ctl.status();
-    status.set_phase(RunPhase::Init);
+    if plan.scenarios.iter().any(|s| !s.self_paced) {
+        status.set_phase(RunPhase::Init);
+    }
     status.vus_created.store(0, Ordering::Relaxed);
     let planned: u64 = plan
         .scenarios
@@ -412,7 +428,7 @@ pub fn run_vus_with<F: VuFactory>(
     for j in joins {
         let _ = j.join();
     }
-    ctl.status().set_phase(RunPhase::Finishing);
+    shared.set_phase(RunPhase::Finishing);
     Ok(result)
 }
 
@@ -422,8 +438,11 @@ fn scenario_hard<F>(s: &Shared<F>, sc: usize, t0: Instant) -> Instant {
     t0 + spec.start_time + spec.executor.duration() + spec.graceful_stop
 }
 
-/// A scenario's iteration metrics on one worker, resolved once.
-struct IterHandles {
+/// A scenario's iteration metrics on one worker, resolved once (None: a self-paced
+/// scenario, which records none).
+struct IterHandles(Option<IterMetrics>);
+
+struct IterMetrics {
     iterations: Handle,
     duration: Handle,
     errors: Handle,
@@ -435,6 +454,9 @@ struct IterHandles {
 impl IterHandles {
     fn new<F>(s: &Shared<F>, env: &WorkerEnv, sc: usize) -> IterHandles {
         let spec = &s.plan.scenarios[sc];
+        if spec.self_paced {
+            return IterHandles(None);
+        }
         let mut tags = s.plan.iteration_tags.clone();
         for (k, v) in &spec.tags {
             tags.insert(k.clone(), v.clone());
@@ -453,7 +475,7 @@ impl IterHandles {
                 unit,
             )
         };
-        IterHandles {
+        IterHandles(Some(IterMetrics {
             iterations: handle("iterations", MetricKind::Counter, Unit::Default),
             duration: handle("iteration_duration", MetricKind::Trend, Unit::Time),
             errors: handle("iteration_errors", MetricKind::Counter, Unit::Default),
@@ -465,7 +487,7 @@ impl IterHandles {
                     Unit::Time,
                 )
             }),
-        }
+        }))
     }
 }
 
@@ -508,13 +530,15 @@ async fn run_iteration<F: VuFactory>(
         }
         Outcome::Ok | Outcome::Error(_) => {
             st.completed.fetch_add(1, Ordering::Relaxed);
-            if matches!(outcome, Outcome::Error(_)) {
-                rec.add(h.errors, 1.0);
-            }
-            rec.add(h.iterations, 1.0);
-            rec.trend_us(h.duration, (ended - began).as_micros() as u64);
-            if let (Some(c), Some(due)) = (h.corrected, due) {
-                rec.trend_us(c, ended.saturating_duration_since(due).as_micros() as u64);
+            if let Some(h) = &h.0 {
+                if matches!(outcome, Outcome::Error(_)) {
+                    rec.add(h.errors, 1.0);
+                }
+                rec.add(h.iterations, 1.0);
+                rec.trend_us(h.duration, (ended - began).as_micros() as u64);
+                if let (Some(c), Some(due)) = (h.corrected, due) {
+                    rec.trend_us(c, ended.saturating_duration_since(due).as_micros() as u64);
+                }
             }
         }
     }
@@ -559,8 +583,10 @@ async fn vu_loop<F: VuFactory>(
     let end = begin + ex.duration();
     let hard_end = end + spec.graceful_stop;
     // Spread the first iterations (see [`start_offset`]); ramping VUs are spread by their ramp.
+    // Self-paced bodies (quick mode's connections) start together, as their load is theirs.
     let off = match ex {
         Executor::RampingVus(_) => Duration::ZERO,
+        _ if spec.self_paced => Duration::ZERO,
         _ => start_offset(idx, ex.max_vus()),
     };
     if !wait_until(&s, &env, begin).await {
@@ -702,7 +728,9 @@ async fn arrivals<F: VuFactory>(
             };
             let Some((id, mut body)) = vu else {
                 st.dropped.fetch_add(1, Ordering::Relaxed);
-                env.recorder.borrow_mut().add(h.dropped, 1.0);
+                if let Some(h) = &h.0 {
+                    env.recorder.borrow_mut().add(h.dropped, 1.0);
+                }
                 if !warned {
                     warned = true;
                     crate::log::log(

@@ -153,6 +153,11 @@ pub struct Scenario {
     pub env: BTreeMap<String, String>,
     /// Added to every sample of this scenario's iterations.
     pub tags: TagSet,
+    /// The body drives its own load in one long iteration per VU (quick mode: a VU is a
+    /// connection): the scheduler records none of k6's iteration metrics (`iterations`,
+    /// `iteration_duration`, `iteration_errors`, `dropped_iterations`; `vus`/`vus_max` when
+    /// every scenario is self-paced) and starts its VUs at once, without the start spread.
+    pub self_paced: bool,
 }
 
 /// k6's default `gracefulStop`.
@@ -196,6 +201,7 @@ impl Scenario {
             exec: None,
             env: BTreeMap::new(),
             tags: TagSet::new(),
+            self_paced: false,
         }
     }
 

@@ -18,8 +18,14 @@ pub(super) fn coordinate<F: VuFactory>(
     let workers = threads + 1 + usize::from(monitor_tx.is_some());
     let mut agg = Aggregator::new(workers, volley_metrics::series::DEFAULT_MAX_POINTS);
     let mut rec = Recorder::new();
-    let vus_h = rec.handle(MetricKey::new("vus"), MetricKind::Gauge, Unit::Default);
-    let vus_max_h = rec.handle(MetricKey::new("vus_max"), MetricKind::Gauge, Unit::Default);
+    // Self-paced bodies (quick mode) are no k6 VUs: without another scenario, no vus gauges
+    // (the coordinator still reports each second, empty, so the intervals complete).
+    let gauges = s.plan.scenarios.iter().any(|x| !x.self_paced).then(|| {
+        (
+            rec.handle(MetricKey::new("vus"), MetricKind::Gauge, Unit::Default),
+            rec.handle(MetricKey::new("vus_max"), MetricKind::Gauge, Unit::Default),
+        )
+    });
 
     // Init: every worker creates its VUs.
     let mut ready = 0;
@@ -114,8 +120,10 @@ pub(super) fn coordinate<F: VuFactory>(
             let now_active = s.active.load(Ordering::Relaxed);
             let peak = s.peak.swap(now_active, Ordering::Relaxed).max(now_active);
             let vus_max = s.initialized.load(Ordering::Relaxed);
-            rec.add(vus_h, peak as f64);
-            rec.add(vus_max_h, vus_max as f64);
+            if let Some((vus_h, vus_max_h)) = gauges {
+                rec.add(vus_h, peak as f64);
+                rec.add(vus_max_h, vus_max as f64);
+            }
             agg.add(me, ticks, rec.snapshot());
             ticks += 1;
             if let Some(h) = hook.as_mut() {
@@ -132,11 +140,13 @@ pub(super) fn coordinate<F: VuFactory>(
             }
         }
     }
-    if ticks == 0 && s.start_gate.load(Ordering::SeqCst) == GO {
-        // A run shorter than a second still reports its VUs.
-        rec.add(vus_h, s.peak.load(Ordering::Relaxed) as f64);
-        rec.add(vus_max_h, s.initialized.load(Ordering::Relaxed) as f64);
-        agg.add(me, 0, rec.snapshot());
+    if let Some((vus_h, vus_max_h)) = gauges.filter(|_| ticks == 0) {
+        if s.start_gate.load(Ordering::SeqCst) == GO {
+            // A run shorter than a second still reports its VUs.
+            rec.add(vus_h, s.peak.load(Ordering::Relaxed) as f64);
+            rec.add(vus_max_h, s.initialized.load(Ordering::Relaxed) as f64);
+            agg.add(me, 0, rec.snapshot());
+        }
     }
     agg.worker_done(me);
     if let Some(j) = sampler {

@@ -186,7 +186,7 @@ pub(super) fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sende
 
         // Setup on worker 0; everyone else waits for its verdict.
         if id == 0 {
-            s.ctl.status().set_phase(RunPhase::Setup);
+            s.set_phase(RunPhase::Setup);
             let verdict = match lifecycle.as_mut() {
                 Some(b) => b.run(Phase::Setup).await,
                 None => Outcome::Ok,
@@ -199,7 +199,7 @@ pub(super) fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sende
                 }
                 Outcome::Interrupted => s.setup_gate.store(ABORT, Ordering::SeqCst),
                 Outcome::Ok => {
-                    s.ctl.status().set_phase(RunPhase::Iterations);
+                    s.set_phase(RunPhase::Iterations);
                     s.setup_gate.store(GO, Ordering::SeqCst)
                 }
             }
@@ -247,7 +247,7 @@ pub(super) fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sende
             }
             // A second Ctrl-C skips teardown (k6 exits at once); one still runs it.
             if s.setup_gate.load(Ordering::SeqCst) == GO && !s.ctl.is_hard_stopped() {
-                s.ctl.status().set_phase(RunPhase::Teardown);
+                s.set_phase(RunPhase::Teardown);
                 if let Some(b) = lifecycle.as_mut() {
                     match b.run(Phase::Teardown).await {
                         Outcome::Ok => {}
