@@ -112,8 +112,8 @@ pub struct HttpArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "vs")]
     pub summary_export: Option<PathBuf>,
 
-    /// Stream the run to an output (repeatable): junit=FILE today; json=, csv=, influxdb=,
-    /// prometheus= are parsed and refused until quick mode runs on the shared scheduler
+    /// Stream the run to an output (repeatable), as `volley run`: json=FILE (k6's NDJSON of
+    /// every sample), csv=FILE, influxdb=URL, prometheus=URL (remote write), junit=FILE
     #[arg(
         short = 'o',
         long = "out",
@@ -182,6 +182,8 @@ pub struct HttpArgs {
     /// No progress line and no text summary (errors still go to stderr)
     #[arg(long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub dashboard: DashboardArgs,
 }
 
 #[derive(Args, Debug)]

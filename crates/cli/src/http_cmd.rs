@@ -44,7 +44,7 @@ pub fn run(a: HttpArgs) -> i32 {
         Ok(t) => t,
         Err(e) => return exit::usage(&e),
     };
-    let outs = match out_specs(&a.out) {
+    let (json_path, outs) = match OutSpec::parse_all(&a.out) {
         Ok(o) => o,
         Err(e) => return exit::usage(&e),
     };
@@ -57,13 +57,18 @@ pub fn run(a: HttpArgs) -> i32 {
         labels: a.labels.clone(),
         quiet: a.quiet || a.json,
     };
-    let files: Vec<(&str, &std::path::Path)> = outs
-        .iter()
-        .filter_map(|o| match o {
-            OutSpec::Junit(p) => Some(("--out", p.as_path())),
-            _ => None,
-        })
-        .collect();
+    let mut files: Vec<(&str, &std::path::Path)> = Vec::new();
+    if let Some(p) = &json_path {
+        files.push(("--out", p));
+    }
+    if let Some(p) = &a.dashboard.dashboard_export {
+        files.push(("--dashboard-export", p));
+    }
+    for o in &outs {
+        if let OutSpec::Csv(p) | OutSpec::Junit(p) = o {
+            files.push(("--out", p));
+        }
+    }
     if let Err(e) = after.preflight(&files) {
         return exit::fail(&e);
     }
@@ -76,24 +81,29 @@ pub fn run(a: HttpArgs) -> i32 {
         }
         return ab(&a, cfg, b, &ctl, live);
     }
-    let outputs = match volley_run::outputs::Outputs::start(&outs) {
+    let observers = match crate::dashboard_cmd::start(&a.dashboard) {
         Ok(o) => o,
-        Err(e) => return exit::fail(&e),
+        Err(code) => return code,
     };
-    let result = volley_engine::run_quick_monitored(&cfg, &monitor, &ctl, |p| {
-        if live {
-            progress_line(p);
+    let spec = match spec(&cfg, &monitor, ths, json_path.as_deref(), &outs, live) {
+        Ok(mut s) => {
+            s.observers.extend(observers);
+            s
         }
-    });
-    if live {
-        eprint!("\r\x1b[2K");
-    }
-    let mut result = match result {
-        Ok(r) => r,
         Err(e) => return exit::fail(&e),
     };
-    // k6's thresholds judge the result (its verdicts are saved with it), then the checks.
-    volley_run::execute::judge(&ths, &[], &mut result);
+    // The one run layer: the scheduler, the per-second hook (progress, dashboard, outputs,
+    // abortOnFail), the result, k6's verdicts.
+    let fin = match volley_run::execute(spec, &ctl) {
+        Ok(f) => f,
+        Err(o) => return exit::outcome(&o),
+    };
+    if let Some(m) = &fin.threshold_abort {
+        volley_engine::log::error(m);
+    }
+    let result = fin.result;
+    // k6's thresholds were judged by the run layer (the verdicts are saved with the result);
+    // then the per-series checks.
     let summary = match QuickSummary::from_result(&result) {
         Ok(s) => s,
         Err(e) => return exit::fail(&format!("cannot summarise the run: {e}")),
@@ -105,17 +115,76 @@ pub fn run(a: HttpArgs) -> i32 {
         volley_run::checks::judge_checks(&result, &checks, a.quiet),
     ];
     let crossed: Vec<String> = crossed.into_iter().flatten().collect();
-    for e in outputs.finish(&result) {
-        eprintln!("volley: warning: {e}");
-    }
-    let outcome = Outcome::of_run(
+    let outcome = match Outcome::of_run(
         None,
         None,
         (!crossed.is_empty()).then(|| crossed.join("; ")),
         result.meta.interrupted,
         summary.transport_errors() > 0,
-    );
-    exit::outcome(&after.finish(&result, outcome, false))
+    ) {
+        Outcome::ThresholdsFailed(m) if fin.threshold_abort.is_some() => {
+            Outcome::ThresholdsAborted(m)
+        }
+        o => o,
+    };
+    let outcome = after.finish(&result, outcome, false);
+    if matches!(outcome, Outcome::Failure(_)) {
+        return exit::outcome(&outcome);
+    }
+    if crate::dashboard_cmd::after_run(&result, &a.dashboard, a.quiet, exit::OK) != exit::OK {
+        return exit::FAILURE;
+    }
+    exit::outcome(&outcome)
+}
+
+/// Quick mode as the run layer's input: its plan and body factory (one VU per connection),
+/// k6's thresholds, the outputs, the progress line, and its own result shape.
+fn spec(
+    cfg: &QuickConfig,
+    monitor: &volley_engine::MonitorPlan,
+    ths: Vec<volley_run::thresholds::Threshold>,
+    json_path: Option<&std::path::Path>,
+    outs: &[OutSpec],
+    live: bool,
+) -> Result<volley_run::RunSpec<volley_engine::quick::QuickFactory>, String> {
+    let (plan, factory) = volley_engine::quick::plan(cfg, monitor)?;
+    // Raw outputs show k6's request tags; quick mode's series keys leave out the constant ones.
+    let base: volley_metrics::TagSet = [
+        ("method", cfg.method.clone()),
+        ("url", cfg.url.clone()),
+        ("name", cfg.url.clone()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let json_out = match json_path {
+        Some(p) => {
+            let mut out = volley_run::out_json::JsonOut::create(p)?;
+            out.set_thresholds(&ths);
+            out.set_base_tags(base.clone());
+            Some(std::sync::Arc::new(out))
+        }
+        None => None,
+    };
+    let outputs = volley_run::outputs::Outputs::start(outs)?;
+    if let Some(csv) = &outputs.csv {
+        csv.set_base_tags(base);
+    }
+    let shaper = factory.clone();
+    Ok(volley_run::RunSpec {
+        plan,
+        factory: factory.clone(),
+        thresholds: ths,
+        outputs,
+        json_out,
+        observers: vec![Box::new(volley_run::progress::QuickLine::new(
+            factory, live,
+        ))],
+        meta: volley_metrics::RunMeta::new(volley_engine::quick::RUN_KIND, cfg.url.clone(), vec![]),
+        options: Default::default(),
+        late_options: None,
+        result_of: Some(Box::new(move |r| shaper.result(r))),
+    })
 }
 
 /// A drift or monitor check (`volley_monitor::Check`, judged per series), not k6's grammar.
@@ -185,24 +254,6 @@ fn quick_kind(name: &str) -> volley_metrics::MetricKind {
         "connections_opened" | "missed_starts" | "dropped_requests" => MetricKind::Counter,
         n => volley_metrics::names::builtin_kind(n).unwrap_or(MetricKind::Counter),
     }
-}
-
-/// `--out` values: junit today; the per-sample and streaming ones need quick mode on the
-/// shared scheduler (its per-second hook and per-worker sinks).
-fn out_specs(list: &[String]) -> Result<Vec<OutSpec>, String> {
-    let mut outs = Vec::new();
-    for s in list {
-        match OutSpec::parse(s)? {
-            o @ OutSpec::Junit(_) => outs.push(o),
-            _ => {
-                return Err(format!(
-                    "--out '{s}': volley http writes only junit=FILE for now (json, csv, \
-                     influxdb and prometheus: use volley run)"
-                ))
-            }
-        }
-    }
-    Ok(outs)
 }
 
 /// k6's threshold verdicts, one line each on stderr (failed ones even with --quiet).
@@ -425,17 +476,6 @@ fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
 }
 
 fn progress_line(p: &Progress) {
-    let left = p
-        .remaining
-        .map(|r| format!("  {:.0}s left", r.as_secs_f64().ceil()))
-        .unwrap_or_default();
-    eprint!(
-        "\r\x1b[2K{:>5.0}s  {} requests  {:.0} req/s  p99 {}  errors {}{left}",
-        p.elapsed.as_secs_f64(),
-        p.requests,
-        p.rate,
-        volley_engine::summary::ms(p.p99_ms),
-        p.errors,
-    );
+    eprint!("\r\x1b[2K{}", volley_run::progress::quick_line(p));
     let _ = std::io::stderr().flush();
 }

@@ -407,6 +407,7 @@ pub fn prepare(
             meta: RunMeta::new("run", script.main.clone(), command),
             options,
             late_options: Some(late),
+            result_of: None,
         },
         script: ScriptView {
             shared: script.shared.clone(),

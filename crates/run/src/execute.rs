@@ -13,13 +13,17 @@ use crate::thresholds::{self, Threshold};
 use crate::Observer;
 use serde_json::{Map, Value};
 use std::sync::Arc;
-use volley_engine::vus::{run_vus_with, SinkMaker, Tick, VuFactory, VuPlan};
+use volley_engine::vus::{run_vus_with, SinkMaker, Tick, VuFactory, VuPlan, VuRunResult};
 use volley_engine::RunControl;
 use volley_metrics::{Agg, MetricKey, MetricKind, RunMeta, RunResult, TagSet, ThresholdResult};
 
 /// Adds what is known only once the run is over (e.g. the order checks first ran in) to the
 /// options stored in the result.
 pub type LateOptions = Box<dyn FnOnce(&mut Map<String, Value>)>;
+
+/// A body's own way to turn the scheduler's result into its result file (quick mode: its
+/// options, its `-z` rule for the rate denominator); `Err` means the run could not start.
+pub type ResultOf = Box<dyn FnOnce(VuRunResult) -> Result<RunResult, String>>;
 
 /// Everything a run needs.
 pub struct RunSpec<F: VuFactory> {
@@ -40,6 +44,8 @@ pub struct RunSpec<F: VuFactory> {
     /// `scenarios` (with their iteration counts) are added here.
     pub options: Map<String, Value>,
     pub late_options: Option<LateOptions>,
+    /// Replaces the meta/options assembly above for bodies with their own result shape.
+    pub result_of: Option<ResultOf>,
 }
 
 /// A run that produced a result.
@@ -89,25 +95,33 @@ pub fn execute<F: VuFactory>(mut spec: RunSpec<F>, ctl: &RunControl) -> Result<F
     for o in spec.observers.iter_mut() {
         o.ended(&r, plan);
     }
-    if let Some((phase, e)) = &r.aborted {
-        if phase == "setup" && is_setup_timeout(e) {
-            return Err(Outcome::SetupTimeout(e.clone()));
+    let teardown_error = r.teardown_error.clone();
+    let aborted = r.aborted.as_ref().map(|(_, e)| e.clone());
+    let mut result = match spec.result_of {
+        Some(result_of) => result_of(r).map_err(Outcome::Failure)?,
+        None => {
+            if let Some((phase, e)) = &r.aborted {
+                if phase == "setup" && is_setup_timeout(e) {
+                    return Err(Outcome::SetupTimeout(e.clone()));
+                }
+                // An abort asked for by the body in setup (k6: exec.test.abort) is an abort
+                // (108).
+                if (phase == "init" || phase == "setup") && !spec.factory.aborted_by_body() {
+                    return Err(Outcome::ScriptError(e.clone()));
+                }
+            }
+            let meta = spec
+                .meta
+                .timed(r.started, r.ended, r.elapsed, r.interrupted)
+                .with_peak_rss(volley_engine::sys::peak_rss_bytes());
+            let mut opts = spec.options;
+            plan_options(plan, &r, &mut opts);
+            if let Some(late) = spec.late_options {
+                late(&mut opts);
+            }
+            RunResult::new(meta, Value::Object(opts), r.metrics, r.series)
         }
-        // An abort asked for by the body in setup (k6: exec.test.abort) is an abort (108).
-        if (phase == "init" || phase == "setup") && !spec.factory.aborted_by_body() {
-            return Err(Outcome::ScriptError(e.clone()));
-        }
-    }
-    let meta = spec
-        .meta
-        .timed(r.started, r.ended, r.elapsed, r.interrupted)
-        .with_peak_rss(volley_engine::sys::peak_rss_bytes());
-    let mut opts = spec.options;
-    plan_options(plan, &r, &mut opts);
-    if let Some(late) = spec.late_options {
-        late(&mut opts);
-    }
-    let mut result = RunResult::new(meta, Value::Object(opts), r.metrics, r.series);
+    };
     judge(ths, &watch.aborted, &mut result);
     for o in spec.observers.iter_mut() {
         o.finish(&result);
@@ -119,8 +133,8 @@ pub fn execute<F: VuFactory>(mut spec: RunSpec<F>, ctl: &RunControl) -> Result<F
         volley_engine::log::warn(&e);
     }
     let outcome = match Outcome::of_run(
-        r.teardown_error.as_deref(),
-        r.aborted.as_ref().map(|(_, e)| e.as_str()),
+        teardown_error.as_deref(),
+        aborted.as_deref(),
         thresholds_message(&result),
         result.meta.interrupted,
         false,
@@ -132,8 +146,8 @@ pub fn execute<F: VuFactory>(mut spec: RunSpec<F>, ctl: &RunControl) -> Result<F
         result,
         outcome,
         threshold_abort: watch.message,
-        teardown_error: r.teardown_error,
-        aborted: r.aborted.map(|(_, e)| e),
+        teardown_error,
+        aborted,
     })
 }
 

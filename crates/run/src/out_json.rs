@@ -31,6 +31,8 @@ pub struct JsonOut {
     /// Threshold expressions per metric name, for the declarations.
     thresholds: HashMap<String, Vec<String>>,
     error: Mutex<Option<String>>,
+    /// Tags every point carries (see [`JsonOut::set_base_tags`]).
+    base: std::sync::OnceLock<TagSet>,
 }
 
 impl std::fmt::Debug for JsonOut {
@@ -47,7 +49,14 @@ impl JsonOut {
             declared: Mutex::new(HashSet::new()),
             thresholds: HashMap::new(),
             error: Mutex::new(None),
+            base: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Tags every point carries besides its series' own (quick mode's `method`, `url`, `name`:
+    /// constant for a run, so its series keys leave them out). Set before the run; once.
+    pub fn set_base_tags(&self, tags: TagSet) {
+        let _ = self.base.set(tags);
     }
 
     pub fn set_thresholds(&mut self, ths: &[crate::thresholds::Threshold]) {
@@ -178,7 +187,11 @@ impl SampleSink for JsonSink {
         };
         if fresh {
             self.out.declare(&desc.key.name, desc.kind, desc.unit);
-            let end = tail(&desc.key.name, tags.map_or(&desc.key.tags, |t| &**t));
+            let own = tags.map_or(&desc.key.tags, |t| &**t);
+            let end = tail(
+                &desc.key.name,
+                &crate::outputs::with_base(self.out.base.get(), own),
+            );
             self.series[i] = Some((tags.cloned(), end));
         }
         let (secs, sub) = now();

@@ -1,10 +1,15 @@
-//! What `volley run` prints around a run, as k6 does: the execution header (one line per
-//! scenario), a live line per scenario while it runs (terminals only), and the scenarios'
-//! final counts. All of it goes to stderr, so stdout stays the summary.
+//! What a run prints around itself on stderr (stdout stays the summary). `volley run`, as k6
+//! does: the execution header (one line per scenario), a live line per scenario while it runs
+//! (terminals only), and the scenarios' final counts ([`Progress`]). `volley http`: one live
+//! line of requests, rate, p99 and errors ([`QuickLine`]). Both are [`Observer`](crate::Observer)s
+//! of the same per-second ticks.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
+use std::sync::Arc;
 use std::time::Duration;
 use volley_engine::executor::{fmt_duration, Scenario};
+use volley_engine::quick::QuickFactory;
 use volley_engine::vus::{ScenarioState, Tick, VuRunResult};
 use volley_metrics::fmt::k6::clock;
 
@@ -143,6 +148,50 @@ impl crate::Observer for Progress {
         self.live.clear();
         if self.show {
             eprint!("{}", finished(run, &plan.scenarios));
+        }
+    }
+}
+
+/// Quick mode's live line (terminals only): elapsed, requests, the last second's rate and p99,
+/// errors, time left of `-z`.
+pub struct QuickLine {
+    factory: Arc<QuickFactory>,
+    live: bool,
+}
+
+impl QuickLine {
+    pub fn new(factory: Arc<QuickFactory>, live: bool) -> QuickLine {
+        QuickLine { factory, live }
+    }
+}
+
+/// One quick-mode progress line (without the terminal's line reset).
+pub fn quick_line(p: &volley_engine::Progress) -> String {
+    let left = p
+        .remaining
+        .map(|r| format!("  {:.0}s left", r.as_secs_f64().ceil()))
+        .unwrap_or_default();
+    format!(
+        "{:>5.0}s  {} requests  {:.0} req/s  p99 {}  errors {}{left}",
+        p.elapsed.as_secs_f64(),
+        p.requests,
+        p.rate,
+        volley_metrics::fmt::ms(p.p99_ms),
+        p.errors,
+    )
+}
+
+impl crate::Observer for QuickLine {
+    fn tick(&mut self, tick: &Tick<'_>) {
+        if self.live {
+            eprint!("\r\x1b[2K{}", quick_line(&self.factory.progress(tick)));
+            let _ = std::io::stderr().flush();
+        }
+    }
+
+    fn ended(&mut self, _run: &VuRunResult, _plan: &volley_engine::vus::VuPlan) {
+        if self.live {
+            eprint!("\r\x1b[2K");
         }
     }
 }

@@ -125,6 +125,7 @@ fn spec(factory: Factory, outs: &[OutSpec], seen: &Arc<Seen>) -> RunSpec<Factory
         late_options: Some(Box::new(|o| {
             o.insert("late".into(), true.into());
         })),
+        result_of: None,
     }
 }
 

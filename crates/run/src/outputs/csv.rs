@@ -62,6 +62,8 @@ const BUF_LIMIT: usize = 256 * 1024;
 pub struct CsvOut {
     file: Mutex<File>,
     error: Mutex<Option<String>>,
+    /// Tags every row carries (see [`CsvOut::set_base_tags`]).
+    base: std::sync::OnceLock<TagSet>,
 }
 
 impl std::fmt::Debug for CsvOut {
@@ -115,7 +117,14 @@ impl CsvOut {
         Ok(CsvOut {
             file: Mutex::new(file),
             error: Mutex::new(None),
+            base: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Tags every row carries besides its series' own (quick mode's `method`, `url`, `name`).
+    /// Set before the run; once.
+    pub fn set_base_tags(&self, tags: TagSet) {
+        let _ = self.base.set(tags);
     }
 
     pub fn sink(self: &Arc<Self>) -> Box<dyn SampleSink> {
@@ -173,7 +182,8 @@ impl SampleSink for CsvSink {
             (Some((a, ..)), t) => a.is_some() != t.is_some(),
         };
         if fresh {
-            let end = tail(tags.map_or(&desc.key.tags, |t| &**t));
+            let own = tags.map_or(&desc.key.tags, |t| &**t);
+            let end = tail(&super::with_base(self.out.base.get(), own));
             self.series[i] = Some((tags.cloned(), format!("{},", field(&desc.key.name)), end));
         }
         let Some((_, head, end)) = &self.series[i] else {

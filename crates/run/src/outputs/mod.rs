@@ -285,6 +285,17 @@ impl Outputs {
     }
 }
 
+/// A sample's tags under the run's constant ones (`base`, e.g. quick mode's method and URL,
+/// which its series keys leave out): the sample's own win.
+pub fn with_base(
+    base: Option<&volley_metrics::TagSet>,
+    tags: &volley_metrics::TagSet,
+) -> volley_metrics::TagSet {
+    let mut all = base.cloned().unwrap_or_default();
+    all.extend(tags.iter().map(|(k, v)| (k.clone(), v.clone())));
+    all
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
