@@ -1,5 +1,5 @@
 //! `volley run script.js`: flags → [`volley_js::prepare`] → the run layer
-//! ([`volley_run::execute`]) → k6's summary (or the script's `handleSummary`) → the shared
+//! ([`fn@volley_run::execute`]) → k6's summary (or the script's `handleSummary`) → the shared
 //! after-run chain ([`volley_run::after`]) → k6's exit code ([`volley_run::Outcome`]).
 
 use crate::args::RunArgs;

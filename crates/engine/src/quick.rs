@@ -3,7 +3,7 @@
 //!
 //! Each connection is a VU whose one long iteration drives its connection until the `-n`
 //! budget, the `-z` deadline or a stop ends it, so a request costs what it costs in a
-//! hand-written loop: VUs of a worker share one [`worker`] state through an `Rc` (recording
+//! hand-written loop: VUs of a worker share one `worker` state through an `Rc` (recording
 //! is a plain memory write; a `-n` budget is split between workers up front, so counting
 //! needs no atomics), and the scheduler only sees one iteration per connection. Its
 //! scenario is *self-paced*: no k6 iteration or VU metrics, no start spread.

@@ -19,7 +19,7 @@
 //!   drift, gauge limits) that `volley http` and `volley monitor` judge.
 //! - [`md5`]: k6 names groups and checks by the MD5 of their path.
 //! - [`Observer`]: what watches a run once per second and at its end.
-//! - [`execute`]: runs a plan with a body factory to a judged result ([`execute::execute`]):
+//! - [`mod@execute`]: runs a plan with a body factory to a judged result ([`execute::execute`]):
 //!   the engine's scheduler, one per-second hook feeding observers, outputs and `abortOnFail`,
 //!   then the result, the verdicts and the [`Outcome`].
 //! - [`outcome`]: how a run ended, and the one table from that to the exit code.

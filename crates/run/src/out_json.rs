@@ -6,7 +6,7 @@
 //! {"type":"Point","data":{"time":"2026-01-02T03:04:05.678901Z","value":1,"tags":{...}},"metric":"http_reqs"}
 //! ```
 //!
-//! Each worker's [`Recorder`](volley_metrics::Recorder) gets a [`JsonSink`] that formats
+//! Each worker's [`Recorder`](volley_metrics::Recorder) gets a `JsonSink` that formats
 //! points into its own buffer and writes whole buffers to the shared file under a lock (so
 //! lines never interleave), when the buffer is large and at every snapshot (once a second)
 //! and when dropped. A metric's declaration is written straight to the file the first time

@@ -8,7 +8,7 @@
 //! `{ expected_response:true }` under `http_req_duration`, as k6 does. A metric with
 //! thresholds is marked ✓ (all passed) or ✗. This file renders the pre-1.0 (`legacy`) text:
 //! checks per group, sorted by name; k6 v1's `compact`/`full` layouts are in
-//! [`crate::summary_v1`], which lists checks in first-seen order (`options.check_order`).
+//! `summary_v1`, which lists checks in first-seen order (`options.check_order`).
 
 use std::collections::BTreeMap;
 use volley_metrics::agg::TrendAgg;
