@@ -226,8 +226,9 @@ fn k6_thresholds(flags: &[String]) -> Result<Vec<volley_run::thresholds::Thresho
                 quick.join(", ")
             ));
         }
-        let ok =
-            tags.is_empty() || (name == "http_reqs" && tags.iter().all(|(k, _)| k == "status"));
+        let ok = tags.is_empty()
+            || (name == volley_metrics::names::HTTP_REQS
+                && tags.iter().all(|(k, _)| k == "status"));
         if !ok {
             return Err(format!(
                 "--threshold '{key}': quick mode tags only http_reqs, by status (e.g. \

@@ -74,7 +74,7 @@ impl QuickSummary {
         let mut status = BTreeMap::new();
         let mut errors = BTreeMap::new();
         let mut requests = 0u64;
-        for m in r.metrics_named("http_reqs") {
+        for m in r.metrics_named(volley_metrics::names::HTTP_REQS) {
             let TotalValue::Counter { sum, .. } = m.value else {
                 continue;
             };
@@ -91,7 +91,7 @@ impl QuickSummary {
             .filter(|(c, _)| c.parse::<u16>().is_ok_and(|c| (200..400).contains(&c)))
             .map(|(_, n)| n)
             .sum();
-        let latency = trend(r, "http_req_duration")?;
+        let latency = trend(r, volley_metrics::names::HTTP_REQ_DURATION)?;
         let corrected = trend(r, "http_req_corrected")?.filter(|t| t.count > 0);
         let service = latency_of(latency.as_ref());
         let lat = match &corrected {
@@ -123,8 +123,8 @@ impl QuickSummary {
             } else {
                 0.0
             },
-            bytes_sent: r.counter_sum("data_sent") as u64,
-            bytes_received: r.counter_sum("data_received") as u64,
+            bytes_sent: r.counter_sum(volley_metrics::names::DATA_SENT) as u64,
+            bytes_received: r.counter_sum(volley_metrics::names::DATA_RECEIVED) as u64,
             latency_ms: lat,
             service_latency_ms: service,
             open_model,

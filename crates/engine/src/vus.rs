@@ -480,12 +480,24 @@ impl IterHandles {
         };
         IterHandles(Some(IterMetrics {
             iterations: handle("iterations", MetricKind::Counter, Unit::Default),
-            duration: handle("iteration_duration", MetricKind::Trend, Unit::Time),
-            errors: handle("iteration_errors", MetricKind::Counter, Unit::Default),
-            dropped: handle("dropped_iterations", MetricKind::Counter, Unit::Default),
+            duration: handle(
+                volley_metrics::names::ITERATION_DURATION,
+                MetricKind::Trend,
+                Unit::Time,
+            ),
+            errors: handle(
+                volley_metrics::names::ITERATION_ERRORS,
+                MetricKind::Counter,
+                Unit::Default,
+            ),
+            dropped: handle(
+                volley_metrics::names::DROPPED_ITERATIONS,
+                MetricKind::Counter,
+                Unit::Default,
+            ),
             corrected: spec.executor.arrivals().map(|_| {
                 handle(
-                    "iteration_duration_corrected",
+                    volley_metrics::names::ITERATION_DURATION_CORRECTED,
                     MetricKind::Trend,
                     Unit::Time,
                 )

@@ -143,8 +143,8 @@ pub struct Record {
 impl Record {
     /// The row for `r` (id 0 until stored).
     pub fn from_result(r: &RunResult, prov: &Provenance) -> Record {
-        let dur = Sel::all("http_req_duration");
-        let requests = r.counter_sum("http_reqs");
+        let dur = Sel::all(volley_metrics::names::HTTP_REQ_DURATION);
+        let requests = r.counter_sum(volley_metrics::names::HTTP_REQS);
         Record {
             id: 0,
             test: r.meta.name.clone(),
@@ -163,7 +163,11 @@ impl Record {
             p50_ms: total_figure(r, &dur, Figure::P50),
             p95_ms: total_figure(r, &dur, Figure::P95),
             p99_ms: total_figure(r, &dur, Figure::P99),
-            error_rate: total_figure(r, &Sel::all("http_req_failed"), Figure::ErrorRate),
+            error_rate: total_figure(
+                r,
+                &Sel::all(volley_metrics::names::HTTP_REQ_FAILED),
+                Figure::ErrorRate,
+            ),
             interrupted: r.meta.interrupted,
         }
     }

@@ -242,9 +242,9 @@ impl FailRule {
 /// The metric a bare figure refers to.
 pub fn default_metric(f: Figure) -> &'static str {
     match f {
-        Figure::Rate => "http_reqs",
-        Figure::ErrorRate => "http_req_failed",
-        _ => "http_req_duration",
+        Figure::Rate => volley_metrics::names::HTTP_REQS,
+        Figure::ErrorRate => volley_metrics::names::HTTP_REQ_FAILED,
+        _ => volley_metrics::names::HTTP_REQ_DURATION,
     }
 }
 
@@ -274,9 +274,9 @@ pub struct Comparison {
 /// Display order: the headline metrics first, then the file's order.
 fn priority(name: &str) -> usize {
     [
-        "http_reqs",
-        "http_req_duration",
-        "http_req_failed",
+        volley_metrics::names::HTTP_REQS,
+        volley_metrics::names::HTTP_REQ_DURATION,
+        volley_metrics::names::HTTP_REQ_FAILED,
         "checks",
     ]
     .iter()

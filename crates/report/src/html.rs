@@ -107,13 +107,13 @@ fn swatch(i: usize) -> String {
 }
 
 fn cards(o: &mut String, r: &RunResult) {
-    let reqs = r.counter_sum("http_reqs");
+    let reqs = r.counter_sum(volley_metrics::names::HTTP_REQS);
     let all = |n: &str, f| view::total_figure(r, &Sel::all(n), f);
     let mut items: Vec<(&str, String)> = vec![("requests", num(reqs))];
-    if let Some(v) = all("http_reqs", Figure::Rate) {
+    if let Some(v) = all(volley_metrics::names::HTTP_REQS, Figure::Rate) {
         items.push(("rate", format!("{}/s", num(v))));
     }
-    if let Some(v) = all("http_req_failed", Figure::ErrorRate) {
+    if let Some(v) = all(volley_metrics::names::HTTP_REQ_FAILED, Figure::ErrorRate) {
         items.push(("error rate", format!("{v:.2}%")));
     }
     for (k, f) in [
@@ -121,11 +121,11 @@ fn cards(o: &mut String, r: &RunResult) {
         ("p95", Figure::P95),
         ("p99", Figure::P99),
     ] {
-        if let Some(v) = all("http_req_duration", f) {
+        if let Some(v) = all(volley_metrics::names::HTTP_REQ_DURATION, f) {
             items.push((k, ms(v)));
         }
     }
-    let recv = r.counter_sum("data_received");
+    let recv = r.counter_sum(volley_metrics::names::DATA_RECEIVED);
     if recv > 0.0 {
         items.push(("received", bytes(recv)));
     }
@@ -398,8 +398,12 @@ fn charts(o: &mut String, runs: &[Labeled]) {
     let any = |n: &str| runs.iter().any(|r| has(r.run, n));
     let mut out: Vec<String> = Vec::new();
     let plain = |v: f64| short(v);
-    if any("http_reqs") {
-        let lines = per_file(runs, &Sel::all("http_reqs"), Figure::Rate);
+    if any(volley_metrics::names::HTTP_REQS) {
+        let lines = per_file(
+            runs,
+            &Sel::all(volley_metrics::names::HTTP_REQS),
+            Figure::Rate,
+        );
         out.push(svg::line_chart(
             "Request rate (requests/s)",
             &lines,
@@ -408,8 +412,12 @@ fn charts(o: &mut String, runs: &[Labeled]) {
             &|v| format!("{}/s", num(v)),
         ));
     }
-    if any("http_req_failed") {
-        let lines = per_file(runs, &Sel::all("http_req_failed"), Figure::ErrorRate);
+    if any(volley_metrics::names::HTTP_REQ_FAILED) {
+        let lines = per_file(
+            runs,
+            &Sel::all(volley_metrics::names::HTTP_REQ_FAILED),
+            Figure::ErrorRate,
+        );
         out.push(svg::line_chart(
             "Error rate (% of requests)",
             &lines,
@@ -419,7 +427,10 @@ fn charts(o: &mut String, runs: &[Labeled]) {
         ));
     }
     for (metric, title) in [
-        ("http_req_duration", "Latency (http_req_duration)"),
+        (
+            volley_metrics::names::HTTP_REQ_DURATION,
+            "Latency (http_req_duration)",
+        ),
         (
             "http_req_corrected",
             "Latency from intended start (coordinated omission corrected)",
@@ -460,12 +471,12 @@ fn charts(o: &mut String, runs: &[Labeled]) {
             &|v| ms(v),
         ));
     }
-    if any("data_received") || any("data_sent") {
+    if any(volley_metrics::names::DATA_RECEIVED) || any(volley_metrics::names::DATA_SENT) {
         let mut lines = Vec::new();
         for (i, r) in runs.iter().enumerate() {
             for (k, (name, what, dash)) in [
-                ("data_received", "received", None),
-                ("data_sent", "sent", Some("6 3")),
+                (volley_metrics::names::DATA_RECEIVED, "received", None),
+                (volley_metrics::names::DATA_SENT, "sent", Some("6 3")),
             ]
             .into_iter()
             .enumerate()
@@ -573,7 +584,7 @@ fn charts(o: &mut String, runs: &[Labeled]) {
 }
 
 fn latency_trend(r: &RunResult) -> Option<TrendAgg> {
-    match view::total(r, &Sel::all("http_req_duration"))? {
+    match view::total(r, &Sel::all(volley_metrics::names::HTTP_REQ_DURATION))? {
         (Agg::Trend(t), _) if t.count > 0 => Some(*t),
         _ => None,
     }

@@ -275,22 +275,22 @@ pub(crate) mod tests {
     pub fn synthetic(name: &str, secs: u64, rps: u64, lat_ms: f64, err_every: u64) -> RunResult {
         let mut rec = Recorder::new();
         let ok = rec.handle(
-            MetricKey::tagged("http_reqs", &[("status", "200")]),
+            MetricKey::tagged(volley_metrics::names::HTTP_REQS, &[("status", "200")]),
             MetricKind::Counter,
             Unit::Default,
         );
         let dur = rec.handle(
-            MetricKey::new("http_req_duration"),
+            MetricKey::new(volley_metrics::names::HTTP_REQ_DURATION),
             MetricKind::Trend,
             Unit::Time,
         );
         let failed = rec.handle(
-            MetricKey::new("http_req_failed"),
+            MetricKey::new(volley_metrics::names::HTTP_REQ_FAILED),
             MetricKind::Rate,
             Unit::Default,
         );
         let bytes = rec.handle(
-            MetricKey::new("data_received"),
+            MetricKey::new(volley_metrics::names::DATA_RECEIVED),
             MetricKind::Counter,
             Unit::Data,
         );
@@ -331,19 +331,41 @@ pub(crate) mod tests {
     #[test]
     fn totals_and_intervals_agree() {
         let r = synthetic("http://x/", 5, 1000, 10.0, 10);
-        let rate = total_figure(&r, &Sel::all("http_reqs"), Figure::Rate).unwrap();
+        let rate = total_figure(
+            &r,
+            &Sel::all(volley_metrics::names::HTTP_REQS),
+            Figure::Rate,
+        )
+        .unwrap();
         assert!((rate - 1000.0).abs() < 20.0, "{rate}");
-        let iv = intervals(&r, &Sel::all("http_reqs"), Figure::Rate, 0.5);
+        let iv = intervals(
+            &r,
+            &Sel::all(volley_metrics::names::HTTP_REQS),
+            Figure::Rate,
+            0.5,
+        );
         assert_eq!(iv.len(), 5);
         assert_eq!(iv[0].0, 0.5);
-        let err = total_figure(&r, &Sel::all("http_req_failed"), Figure::ErrorRate).unwrap();
+        let err = total_figure(
+            &r,
+            &Sel::all(volley_metrics::names::HTTP_REQ_FAILED),
+            Figure::ErrorRate,
+        )
+        .unwrap();
         assert!((err - 10.0).abs() < 0.1, "{err}");
-        let p50 = total_figure(&r, &Sel::all("http_req_duration"), Figure::P50).unwrap();
+        let p50 = total_figure(
+            &r,
+            &Sel::all(volley_metrics::names::HTTP_REQ_DURATION),
+            Figure::P50,
+        )
+        .unwrap();
         assert!(p50 > 8.0 && p50 < 12.0, "{p50}");
-        assert!(total_figure(&r, &Sel::all("http_reqs"), Figure::P50).is_none());
+        assert!(
+            total_figure(&r, &Sel::all(volley_metrics::names::HTTP_REQS), Figure::P50).is_none()
+        );
         assert_eq!(
             Sel::exact(
-                "http_reqs",
+                volley_metrics::names::HTTP_REQS,
                 &[("status".to_string(), "200".to_string())].into()
             )
             .label(),
@@ -356,7 +378,13 @@ pub(crate) mod tests {
         let mut r = synthetic("http://x/", 4, 100, 1.0, 0);
         r.meta.duration_s = 3.02;
         assert_eq!(
-            intervals(&r, &Sel::all("http_reqs"), Figure::Rate, 0.5).len(),
+            intervals(
+                &r,
+                &Sel::all(volley_metrics::names::HTTP_REQS),
+                Figure::Rate,
+                0.5
+            )
+            .len(),
             3
         );
     }

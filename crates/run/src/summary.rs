@@ -103,7 +103,9 @@ impl ScenarioSummary {
             .map(|v| ScenarioSummary {
                 name: v["name"].as_str().unwrap_or_default().to_string(),
                 interrupted: v["interrupted_iterations"].as_u64().unwrap_or(0),
-                dropped: v["dropped_iterations"].as_u64().unwrap_or(0),
+                dropped: v[volley_metrics::names::DROPPED_ITERATIONS]
+                    .as_u64()
+                    .unwrap_or(0),
                 ..Default::default()
             })
             .collect();
@@ -116,15 +118,19 @@ impl ScenarioSummary {
             };
             match (m.name.as_str(), agg) {
                 ("iterations", Agg::Counter { sum, .. }) => e.iterations += *sum as u64,
-                ("http_reqs", Agg::Counter { sum, .. }) => e.http_reqs += *sum as u64,
+                (volley_metrics::names::HTTP_REQS, Agg::Counter { sum, .. }) => {
+                    e.http_reqs += *sum as u64
+                }
                 ("checks", Agg::Rate { trues, total }) => {
                     e.checks.0 += trues;
                     e.checks.1 += total;
                 }
-                ("http_req_duration", Agg::Trend(t)) => match &mut e.duration {
-                    Some(d) => d.merge(t),
-                    None => e.duration = Some((**t).clone()),
-                },
+                (volley_metrics::names::HTTP_REQ_DURATION, Agg::Trend(t)) => {
+                    match &mut e.duration {
+                        Some(d) => d.merge(t),
+                        None => e.duration = Some((**t).clone()),
+                    }
+                }
                 _ => {}
             }
         }
@@ -161,7 +167,7 @@ impl Summary {
                     groups.push(g);
                 }
             }
-            if m.name == "group_duration" {
+            if m.name == volley_metrics::names::GROUP_DURATION {
                 if let Some(g) = m.tags.get("group") {
                     groups.push(g.clone());
                 }
@@ -209,7 +215,7 @@ impl Summary {
             .map(|t| t.metric.clone())
             .filter(|k| k.contains('{'))
             .collect();
-        if metrics.contains_key("http_req_duration") {
+        if metrics.contains_key(volley_metrics::names::HTTP_REQ_DURATION) {
             subs.push("http_req_duration{expected_response:true}".into());
         }
         for key in subs {
@@ -252,7 +258,10 @@ impl Summary {
             }
         }
         // k6 always reports the bytes on the wire: zero when the script made no request.
-        for name in ["data_received", "data_sent"] {
+        for name in [
+            volley_metrics::names::DATA_RECEIVED,
+            volley_metrics::names::DATA_SENT,
+        ] {
             metrics.entry(name.into()).or_insert_with(|| Merged {
                 unit: Unit::Data,
                 agg: Agg::empty(MetricKind::Counter),

@@ -74,32 +74,41 @@ fn indent(level: usize) -> String {
 /// k6's section blocks in order (custom first); `None`: not shown in this mode.
 fn category(name: &str, full: bool) -> Option<usize> {
     let any = |ps: &[&str]| ps.iter().any(|p| name.starts_with(p));
-    if any(&["checks", "group_duration"]) {
+    if any(&["checks", volley_metrics::names::GROUP_DURATION]) {
         return None;
     }
     let timings = [
-        "http_req_blocked",
-        "http_req_connecting",
-        "http_req_receiving",
-        "http_req_sending",
-        "http_req_tls_handshaking",
-        "http_req_waiting",
+        volley_metrics::names::HTTP_REQ_BLOCKED,
+        volley_metrics::names::HTTP_REQ_CONNECTING,
+        volley_metrics::names::HTTP_REQ_RECEIVING,
+        volley_metrics::names::HTTP_REQ_SENDING,
+        volley_metrics::names::HTTP_REQ_TLS_HANDSHAKING,
+        volley_metrics::names::HTTP_REQ_WAITING,
     ];
     if !full && any(&timings) {
         return None;
     }
     Some(
-        if any(&timings) || any(&["http_reqs", "http_req_failed", "http_req_duration"]) {
+        if any(&timings)
+            || any(&[
+                volley_metrics::names::HTTP_REQS,
+                volley_metrics::names::HTTP_REQ_FAILED,
+                volley_metrics::names::HTTP_REQ_DURATION,
+            ])
+        {
             1
         } else if any(&[
             "vus",
             "vus_max",
             "iterations",
-            "iteration_duration",
-            "dropped_iterations",
+            volley_metrics::names::ITERATION_DURATION,
+            volley_metrics::names::DROPPED_ITERATIONS,
         ]) {
             2
-        } else if any(&["data_sent", "data_received"]) {
+        } else if any(&[
+            volley_metrics::names::DATA_SENT,
+            volley_metrics::names::DATA_RECEIVED,
+        ]) {
             3
         } else if name.starts_with("browser_web_vital_") {
             5
@@ -244,7 +253,8 @@ impl Summary {
             }
             if let Some(g) = group {
                 // k6 sends the bytes on the wire per iteration, outside any group.
-                let wire = name == "data_sent" || name == "data_received";
+                let wire = name == volley_metrics::names::DATA_SENT
+                    || name == volley_metrics::names::DATA_RECEIVED;
                 if wire || tags.get("group").map(String::as_str).unwrap_or("") != g {
                     continue;
                 }

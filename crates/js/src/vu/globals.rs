@@ -100,7 +100,7 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
                 if !st.interrupted.get() {
                     let mut rec = st.rec.borrow_mut();
                     let key = MetricKey {
-                        name: "group_duration".into(),
+                        name: volley_metrics::names::GROUP_DURATION.into(),
                         tags,
                     };
                     rec.record_keyed(key, MetricKind::Trend, Unit::Time, |r, h| {

@@ -80,7 +80,11 @@ fn property_metric_keys_round_trip() {
     // A value may hold ':' (the first one separates the tag name).
     let values = ["GET", "200", "a", "http://h/p?q=1", "x y", "é"];
     for _ in 0..5000 {
-        let name = rng.pick(&["http_req_duration", "checks", "my_metric"]);
+        let name = rng.pick(&[
+            volley_metrics::names::HTTP_REQ_DURATION,
+            "checks",
+            "my_metric",
+        ]);
         let mut tags = Vec::new();
         let mut list = Vec::new();
         for _ in 0..rng.below(4) {
@@ -135,7 +139,7 @@ fn property_random_threshold_text_never_panics() {
         "-",
         "e",
         "µ",
-        "http_req_duration",
+        volley_metrics::names::HTTP_REQ_DURATION,
         "monitor_rss_bytes",
     ];
     for _ in 0..20_000 {
