@@ -34,13 +34,13 @@ pub fn run(a: HttpArgs) -> i32 {
         .thresholds
         .iter()
         .cloned()
-        .partition(|t| is_monitor_check(t));
+        .partition(|t| volley_run::checks::is_check_flag(t));
     let (monitor, checks) =
         match crate::monitor_cmd::http_setup(&a.monitor, a.monitor_interval, &checks) {
             Ok(m) => m,
             Err(code) => return code,
         };
-    let ths = match k6_thresholds(&k6_flags) {
+    let ths = match volley_run::checks::quick_thresholds(&k6_flags) {
         Ok(t) => t,
         Err(e) => return exit::usage(&e),
     };
@@ -109,7 +109,7 @@ pub fn run(a: HttpArgs) -> i32 {
         Err(e) => return exit::fail(&format!("cannot summarise the run: {e}")),
     };
     print_summary(&summary, a.json, a.quiet);
-    print_verdicts(&result, a.quiet);
+    volley_run::checks::print_verdicts(&result, a.quiet);
     let crossed = [
         volley_run::execute::thresholds_message(&result),
         volley_run::checks::judge_checks(&result, &checks, a.quiet),
@@ -185,94 +185,6 @@ fn spec(
         late_options: None,
         result_of: Some(Box::new(move |r| shaper.result(r))),
     })
-}
-
-/// A drift or monitor check (`volley_monitor::Check`, judged per series), not k6's grammar.
-fn is_monitor_check(flag: &str) -> bool {
-    match volley_run::checks::split_flag(flag) {
-        Some((key, expr)) => key.starts_with("monitor_") || volley_monitor::is_drift_check(&expr),
-        // Malformed: the checks' parser words the usage error.
-        None => true,
-    }
-}
-
-/// `--threshold` flags in k6's grammar → the run layer's thresholds, on quick mode's metrics.
-fn k6_thresholds(flags: &[String]) -> Result<Vec<volley_run::thresholds::Threshold>, String> {
-    let mut map = serde_json::Map::new();
-    for f in flags {
-        let (key, expr) = volley_run::checks::split_flag(f).ok_or_else(|| {
-            format!("--threshold '{f}': expected METRIC:EXPR, e.g. http_req_duration:p(95)<300")
-        })?;
-        let list = map
-            .entry(key)
-            .or_insert_with(|| serde_json::Value::Array(Vec::new()));
-        if let Some(l) = list.as_array_mut() {
-            l.push(expr.into());
-        }
-    }
-    if map.is_empty() {
-        return Ok(Vec::new());
-    }
-    let quick = volley_engine::quick::METRICS;
-    // Quick mode tags only `http_reqs` (by status): any other selector would judge an empty
-    // series as zeros and pass whatever the run did.
-    for key in map.keys() {
-        let (name, tags) = volley_run::thresholds::parse_metric_key(key)
-            .map_err(|e| format!("--threshold '{key}': {e}"))?;
-        if !quick.contains(&name.as_str()) {
-            return Err(format!(
-                "--threshold: quick mode records no metric '{name}'; it records {} (and \
-                 monitor_* with --monitor)",
-                quick.join(", ")
-            ));
-        }
-        let ok = tags.is_empty()
-            || (name == volley_metrics::names::HTTP_REQS
-                && tags.iter().all(|(k, _)| k == "status"));
-        if !ok {
-            return Err(format!(
-                "--threshold '{key}': quick mode tags only http_reqs, by status (e.g. \
-                 'http_reqs{{status:200}}:count>0'); other metrics take no {{tag:value}} selector"
-            ));
-        }
-    }
-    volley_run::thresholds::parse(&serde_json::Value::Object(map), |name| {
-        quick.contains(&name).then(|| quick_kind(name))
-    })
-    .map_err(|e| {
-        format!(
-            "--threshold: {e}\n  hint: quick mode records {}",
-            quick.join(", ")
-        )
-    })
-}
-
-/// The kind quick mode records each of its metrics as.
-fn quick_kind(name: &str) -> volley_metrics::MetricKind {
-    use volley_metrics::MetricKind;
-    match name {
-        "http_req_corrected" => MetricKind::Trend,
-        "connections_opened" | "missed_starts" | "dropped_requests" => MetricKind::Counter,
-        n => volley_metrics::names::builtin_kind(n).unwrap_or(MetricKind::Counter),
-    }
-}
-
-/// k6's threshold verdicts, one line each on stderr (failed ones even with --quiet).
-fn print_verdicts(r: &volley_metrics::RunResult, quiet: bool) {
-    for t in &r.thresholds {
-        if quiet && t.ok {
-            continue;
-        }
-        let seen = t
-            .observed
-            .map_or_else(|| "no data".to_string(), |v| format!("{v:.3}"));
-        eprintln!(
-            "{} {} {}  (observed {seen})",
-            if t.ok { "✓" } else { "✗" },
-            t.metric,
-            t.expression
-        );
-    }
 }
 
 /// The text (or `--json`) summary on stdout.

@@ -1,7 +1,8 @@
 //! The `--threshold` flags' grammar shared by every command (`METRIC{tag:value}:EXPR`), and
 //! Volley's per-series checks (`volley_monitor::Check`: slope, drift, limits on gauges) that
 //! `volley http` and `volley monitor` judge beside k6's thresholds; what a crossed drift
-//! threshold observed, for the end-of-run message.
+//! threshold observed, for the end-of-run message; `volley http`'s k6 thresholds on quick mode's
+//! metrics and the verdict lines it prints.
 
 use volley_metrics::{RunResult, TagSet};
 use volley_monitor::watch::show;
@@ -127,6 +128,95 @@ pub fn drift_note(t: &volley_metrics::ThresholdResult) -> Option<String> {
         "{} {}: observed {seen}{per_hour}",
         t.metric, t.expression
     ))
+}
+
+/// A drift or monitor check (`volley_monitor::Check`, judged per series), not k6's grammar.
+pub fn is_check_flag(flag: &str) -> bool {
+    match split_flag(flag) {
+        Some((key, expr)) => key.starts_with("monitor_") || volley_monitor::is_drift_check(&expr),
+        // Malformed: the checks' parser words the usage error.
+        None => true,
+    }
+}
+
+/// `volley http`'s `--threshold` flags in k6's grammar → the run layer's thresholds, on quick
+/// mode's metrics.
+pub fn quick_thresholds(flags: &[String]) -> Result<Vec<crate::thresholds::Threshold>, String> {
+    let mut map = serde_json::Map::new();
+    for f in flags {
+        let (key, expr) = split_flag(f).ok_or_else(|| {
+            format!("--threshold '{f}': expected METRIC:EXPR, e.g. http_req_duration:p(95)<300")
+        })?;
+        let list = map
+            .entry(key)
+            .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+        if let Some(l) = list.as_array_mut() {
+            l.push(expr.into());
+        }
+    }
+    if map.is_empty() {
+        return Ok(Vec::new());
+    }
+    let quick = volley_engine::quick::METRICS;
+    // Quick mode tags only `http_reqs` (by status): any other selector would judge an empty
+    // series as zeros and pass whatever the run did.
+    for key in map.keys() {
+        let (name, tags) = crate::thresholds::parse_metric_key(key)
+            .map_err(|e| format!("--threshold '{key}': {e}"))?;
+        if !quick.contains(&name.as_str()) {
+            return Err(format!(
+                "--threshold: quick mode records no metric '{name}'; it records {} (and \
+                 monitor_* with --monitor)",
+                quick.join(", ")
+            ));
+        }
+        let ok = tags.is_empty()
+            || (name == volley_metrics::names::HTTP_REQS
+                && tags.iter().all(|(k, _)| k == "status"));
+        if !ok {
+            return Err(format!(
+                "--threshold '{key}': quick mode tags only http_reqs, by status (e.g. \
+                 'http_reqs{{status:200}}:count>0'); other metrics take no {{tag:value}} selector"
+            ));
+        }
+    }
+    crate::thresholds::parse(&serde_json::Value::Object(map), |name| {
+        quick.contains(&name).then(|| quick_kind(name))
+    })
+    .map_err(|e| {
+        format!(
+            "--threshold: {e}\n  hint: quick mode records {}",
+            quick.join(", ")
+        )
+    })
+}
+
+/// The kind quick mode records each of its metrics as.
+fn quick_kind(name: &str) -> volley_metrics::MetricKind {
+    use volley_metrics::MetricKind;
+    match name {
+        "http_req_corrected" => MetricKind::Trend,
+        "connections_opened" | "missed_starts" | "dropped_requests" => MetricKind::Counter,
+        n => volley_metrics::names::builtin_kind(n).unwrap_or(MetricKind::Counter),
+    }
+}
+
+/// k6's threshold verdicts, one line each on stderr (failed ones even with --quiet).
+pub fn print_verdicts(r: &volley_metrics::RunResult, quiet: bool) {
+    for t in &r.thresholds {
+        if quiet && t.ok {
+            continue;
+        }
+        let seen = t
+            .observed
+            .map_or_else(|| "no data".to_string(), |v| format!("{v:.3}"));
+        eprintln!(
+            "{} {} {}  (observed {seen})",
+            if t.ok { "✓" } else { "✗" },
+            t.metric,
+            t.expression
+        );
+    }
 }
 
 #[cfg(test)]
