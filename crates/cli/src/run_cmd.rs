@@ -182,18 +182,7 @@ pub fn run(mut a: RunArgs) -> i32 {
         Ok(p) => p,
         Err(e) => return exit::outcome(&e.outcome()),
     };
-    if show_progress {
-        eprint!(
-            "{}",
-            volley_run::progress::header(&p.spec.meta.name, &p.spec.plan.scenarios)
-        );
-    }
-    p.spec
-        .observers
-        .push(Box::new(volley_run::progress::Progress::new(
-            show_progress,
-            cli.live_progress,
-        )));
+    volley_run::progress::attach(&mut p.spec, show_progress, cli.live_progress);
     p.spec.observers.extend(observers);
     let fin = match volley_run::execute(p.spec, &ctl) {
         Ok(f) => f,

@@ -199,18 +199,7 @@ pub fn run(
     ctl: &RunControl,
 ) -> Result<RunOutput, RunError> {
     let mut p = prepare(path, env, cli, threads, command, ctl)?;
-    if cli.show_progress {
-        eprint!(
-            "{}",
-            volley_run::progress::header(&p.spec.meta.name, &p.spec.plan.scenarios)
-        );
-    }
-    p.spec
-        .observers
-        .push(Box::new(volley_run::progress::Progress::new(
-            cli.show_progress,
-            cli.live_progress,
-        )));
+    volley_run::progress::attach(&mut p.spec, cli.show_progress, cli.live_progress);
     let f = volley_run::execute(p.spec, ctl).map_err(RunError::from_outcome)?;
     Ok(RunOutput {
         result: f.result,

@@ -73,7 +73,7 @@ impl JsonOut {
         Box::new(JsonSink {
             out: self.clone(),
             buf: Vec::with_capacity(64 * 1024),
-            series: Vec::new(),
+            series: Default::default(),
             clock: (u64::MAX, String::new()),
         })
     }
@@ -133,9 +133,8 @@ impl JsonOut {
 struct JsonSink {
     out: Arc<JsonOut>,
     buf: Vec<u8>,
-    /// Per series (by handle index): the raw tags it was made for and the line's end, from
-    /// `,"tags"` on.
-    series: Vec<Option<(Option<Arc<TagSet>>, String)>>,
+    /// Per series and raw tag set: the line's end, from `,"tags"` on.
+    series: crate::outputs::SeriesCache<String>,
     /// The current second and its formatted `YYYY-MM-DDTHH:MM:SS`.
     clock: (u64, String),
 }
@@ -174,26 +173,14 @@ fn number(v: f64) -> String {
 
 impl SampleSink for JsonSink {
     fn sample(&mut self, series: u32, desc: &MetricDesc, tags: Option<&Arc<TagSet>>, value: f64) {
-        let i = series as usize;
-        if self.series.len() <= i {
-            self.series.resize(i + 1, None);
-        }
-        // The line's end is made once per series and per raw tag set (a request repeated
-        // with the same tags hands over the same `Arc`, or an equal one from another VU).
-        let fresh = match (&self.series[i], tags) {
-            (None, _) => true,
-            (Some((Some(a), _)), Some(t)) => !Arc::ptr_eq(a, t) && **a != **t,
-            (Some((a, _)), t) => a.is_some() != t.is_some(),
-        };
-        if fresh {
-            self.out.declare(&desc.key.name, desc.kind, desc.unit);
-            let own = tags.map_or(&desc.key.tags, |t| &**t);
-            let end = tail(
+        let out = &self.out;
+        let end = self.series.get(series, desc, tags, |own| {
+            out.declare(&desc.key.name, desc.kind, desc.unit);
+            tail(
                 &desc.key.name,
-                &crate::outputs::with_base(self.out.base.get(), own),
-            );
-            self.series[i] = Some((tags.cloned(), end));
-        }
+                &crate::outputs::with_base(out.base.get(), own),
+            )
+        });
         let (secs, sub) = now();
         if self.clock.0 != secs {
             self.clock = (secs, second_prefix(secs));
@@ -202,9 +189,7 @@ impl SampleSink for JsonSink {
         b.extend_from_slice(br#"{"type":"Point","data":{"time":""#);
         b.extend_from_slice(self.clock.1.as_bytes());
         let _ = write!(b, ".{sub:06}Z\",\"value\":{}", number(value));
-        if let Some((_, end)) = &self.series[i] {
-            b.extend_from_slice(end.as_bytes());
-        }
+        b.extend_from_slice(end.as_bytes());
         if b.len() >= BUF_LIMIT {
             self.flush();
         }

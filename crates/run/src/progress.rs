@@ -152,6 +152,19 @@ impl crate::Observer for Progress {
     }
 }
 
+/// k6's progress for a script run: the execution header now (when `show`), then its live and
+/// final lines as an observer of `spec`.
+pub fn attach<F: volley_engine::vus::VuFactory>(
+    spec: &mut crate::RunSpec<F>,
+    show: bool,
+    live: bool,
+) {
+    if show {
+        eprint!("{}", header(&spec.meta.name, &spec.plan.scenarios));
+    }
+    spec.observers.push(Box::new(Progress::new(show, live)));
+}
+
 /// Quick mode's live line (terminals only): elapsed, requests, the last second's rate and p99,
 /// errors, time left of `-z`.
 pub struct QuickLine {

@@ -131,7 +131,7 @@ impl CsvOut {
         Box::new(CsvSink {
             out: self.clone(),
             buf: Vec::with_capacity(64 * 1024),
-            series: Vec::new(),
+            series: Default::default(),
         })
     }
 
@@ -161,34 +161,17 @@ impl CsvOut {
 struct CsvSink {
     out: Arc<CsvOut>,
     buf: Vec<u8>,
-    /// Per series: (the raw tags it was made for, `name,`, the row's end from the tag
-    /// columns on).
-    series: Vec<Option<RowEnds>>,
+    /// Per series and raw tag set: `name,` and the row's end from the tag columns on.
+    series: super::SeriesCache<(String, String)>,
 }
-
-/// A series' raw tags (when the sample had its own), `name,` and the row's end.
-type RowEnds = (Option<Arc<TagSet>>, String, String);
 
 impl SampleSink for CsvSink {
     fn sample(&mut self, series: u32, desc: &MetricDesc, tags: Option<&Arc<TagSet>>, value: f64) {
-        let i = series as usize;
-        if self.series.len() <= i {
-            self.series.resize(i + 1, None);
-        }
-        // As in `--out json`: the row's end is made once per series and raw tag set.
-        let fresh = match (&self.series[i], tags) {
-            (None, _) => true,
-            (Some((Some(a), ..)), Some(t)) => !Arc::ptr_eq(a, t) && **a != **t,
-            (Some((a, ..)), t) => a.is_some() != t.is_some(),
-        };
-        if fresh {
-            let own = tags.map_or(&desc.key.tags, |t| &**t);
-            let end = tail(&super::with_base(self.out.base.get(), own));
-            self.series[i] = Some((tags.cloned(), format!("{},", field(&desc.key.name)), end));
-        }
-        let Some((_, head, end)) = &self.series[i] else {
-            return;
-        };
+        let base = self.out.base.get();
+        let (head, end) = self.series.get(series, desc, tags, |own| {
+            let end = tail(&super::with_base(base, own));
+            (format!("{},", field(&desc.key.name)), end)
+        });
         let b = &mut self.buf;
         b.extend_from_slice(head.as_bytes());
         let _ = write!(b, "{},{value:.6}", now_s());

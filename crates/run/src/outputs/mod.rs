@@ -285,6 +285,47 @@ impl Outputs {
     }
 }
 
+/// What a per-sample sink formats once per series and per raw tag set (a request repeated
+/// with the same tags hands over the same `Arc`, or an equal one from another VU), indexed by
+/// the recorder's handle.
+pub(crate) struct SeriesCache<T>(Vec<Option<(Option<Arc<volley_metrics::TagSet>>, T)>>);
+
+impl<T> Default for SeriesCache<T> {
+    fn default() -> Self {
+        SeriesCache(Vec::new())
+    }
+}
+
+impl<T> SeriesCache<T> {
+    /// Series `i`'s value for these raw tags, made by `make` (given the tags to print) when
+    /// the series is new or its raw tags changed.
+    pub(crate) fn get(
+        &mut self,
+        i: u32,
+        desc: &volley_metrics::MetricDesc,
+        tags: Option<&Arc<volley_metrics::TagSet>>,
+        make: impl FnOnce(&volley_metrics::TagSet) -> T,
+    ) -> &T {
+        let i = i as usize;
+        if self.0.len() <= i {
+            self.0.resize_with(i + 1, || None);
+        }
+        let fresh = match (&self.0[i], tags) {
+            (None, _) => true,
+            (Some((Some(a), _)), Some(t)) => !Arc::ptr_eq(a, t) && **a != **t,
+            (Some((a, _)), t) => a.is_some() != t.is_some(),
+        };
+        if fresh {
+            let v = make(tags.map_or(&desc.key.tags, |t| &**t));
+            self.0[i] = Some((tags.cloned(), v));
+        }
+        match &self.0[i] {
+            Some((_, v)) => v,
+            None => unreachable!("filled above"),
+        }
+    }
+}
+
 /// A sample's tags under the run's constant ones (`base`, e.g. quick mode's method and URL,
 /// which its series keys leave out): the sample's own win.
 pub fn with_base(
