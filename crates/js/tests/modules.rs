@@ -190,3 +190,73 @@ fn batch_per_host_limits_requests_in_flight() {
     all_checks_pass(&out.result, 2);
     assert_eq!(t.stats().requests, 4);
 }
+
+#[test]
+fn jslib_stage_helpers_tag_samples_with_the_current_stage() {
+    let t = target();
+    let out = run("jslib_stages.js", &t);
+    let r = &out.result;
+    let (ok, total) = rate(r, "checks", &[("check", "index in range")]);
+    assert!(total > 0 && ok == total, "{ok}/{total}");
+    let (ok, total) = rate(r, "checks", &[("check", "throws without stages")]);
+    assert!(total > 0 && ok == total, "{ok}/{total}");
+    let pairs: BTreeSet<(String, String)> = r
+        .metrics_named(volley_metrics::names::HTTP_REQS)
+        .filter_map(|m| {
+            Some((
+                m.tags.get("stage")?.clone(),
+                m.tags.get("stage_profile")?.clone(),
+            ))
+        })
+        .collect();
+    for (stage, profile) in [("0", "ramp-up"), ("1", "steady"), ("2", "ramp-down")] {
+        assert!(
+            pairs.contains(&(stage.to_string(), profile.to_string())),
+            "stage {stage} / {profile} missing: {pairs:?}"
+        );
+    }
+    for (stage, profile) in &pairs {
+        assert!(["0", "1", "2"].contains(&stage.as_str()), "{pairs:?}");
+        assert!(
+            ["ramp-up", "steady", "ramp-down"].contains(&profile.as_str()),
+            "{pairs:?}"
+        );
+    }
+    // Every request of the ramping scenario is tagged (the constant one makes none).
+    let untagged = r
+        .metrics_named(volley_metrics::names::HTTP_REQS)
+        .filter(|m| !m.tags.contains_key("stage"))
+        .count();
+    assert_eq!(untagged, 0);
+}
+
+#[test]
+fn jslib_stage_helpers_read_top_level_stages_as_the_default_scenario() {
+    // k6 turns top-level `stages` into a `default` ramping-vus scenario starting from 1 VU.
+    let dir = std::env::temp_dir().join(format!("volley-stages-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let s = dir.join("top_stages.js");
+    std::fs::write(
+        &s,
+        "import exec from 'k6/execution';\nimport { check, sleep } from 'k6';\n\
+         import { getCurrentStageIndex, tagWithCurrentStageProfile } from \
+         'https://jslib.k6.io/k6-utils/1.2.0/index.js';\n\
+         export const options = { stages: [{ duration: '1s', target: 1 }] };\n\
+         export default function () {\n  tagWithCurrentStageProfile();\n  \
+         check(null, { 'stage 0': () => getCurrentStageIndex() === 0, \
+         'steady from 1 VU': () => exec.vu.tags.stage_profile === 'steady' });\n  sleep(0.2);\n}\n",
+    )
+    .unwrap();
+    let out = volley_js::run(
+        &s,
+        BTreeMap::new(),
+        &CliOptions::default(),
+        1,
+        vec![],
+        &RunControl::new(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (ok, total) = rate(&out.result, "checks", &[]);
+    assert!(total >= 2 && ok == total, "{ok}/{total}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,5 +1,8 @@
 // Volley's stand-in for https://jslib.k6.io/k6-utils/<version>/index.js (any version).
-// Written for Volley from the documented API; nothing is fetched at run time.
+// Written for Volley from the documented API; nothing is fetched at run time. The stage
+// helpers (getCurrentStageIndex, tagWith*) sit at the end, over `k6/execution`.
+import exec from "k6/execution";
+
 const V = globalThis.__volley;
 
 export function randomIntBetween(min, max) {
@@ -93,6 +96,65 @@ export function parseDuration(str) {
   return total;
 }
 
+// The current scenario's options as k6 reports them: k6 turns top-level `stages` into a
+// `default` ramping-vus scenario (starting from `vus`, 1 if unset), so that is mirrored here.
+function currentScenario() {
+  const opts = exec.test.options || {};
+  const name = exec.scenario.name;
+  if (opts.scenarios && opts.scenarios[name]) return opts.scenarios[name];
+  if (!opts.scenarios && name === "default") {
+    if (Array.isArray(opts.stages) && opts.stages.length > 0) {
+      return { executor: "ramping-vus", startVUs: opts.vus === undefined ? 1 : opts.vus, stages: opts.stages };
+    }
+    return opts;
+  }
+  throw new Error(`the exec.test.options object doesn't contain the current scenario '${name}'`);
+}
+
+function stagesOf(scenario) {
+  if (!Array.isArray(scenario.stages) || scenario.stages.length === 0) {
+    throw new Error(
+      `the current scenario '${exec.scenario.name}' doesn't contain a stages field ` +
+        "(getCurrentStageIndex works with ramping-vus and ramping-arrival-rate scenarios)",
+    );
+  }
+  return scenario.stages;
+}
+
+// A stage's duration in ms: k6 takes a number as milliseconds.
+function stageMs(d) {
+  return typeof d === "number" ? d : parseDuration(d);
+}
+
+function stageIndex(stages) {
+  const elapsed = Date.now() - exec.scenario.startTime;
+  let end = 0;
+  for (let i = 0; i < stages.length; i++) {
+    end += stageMs(stages[i].duration);
+    if (elapsed < end) return i;
+  }
+  // Past the last stage (graceful ramp-down): still the last one.
+  return stages.length - 1;
+}
+
+export function getCurrentStageIndex() {
+  return stageIndex(stagesOf(currentScenario()));
+}
+
+export function tagWithCurrentStageIndex() {
+  exec.vu.tags["stage"] = String(getCurrentStageIndex());
+}
+
+export function tagWithCurrentStageProfile() {
+  const scenario = currentScenario();
+  const stages = stagesOf(scenario);
+  const i = stageIndex(stages);
+  const start = scenario.startVUs !== undefined ? scenario.startVUs : scenario.startRate;
+  const prev = i > 0 ? stages[i - 1].target || 0 : start || 0;
+  const cur = stages[i].target || 0;
+  exec.vu.tags["stage_profile"] = cur > prev ? "ramp-up" : cur < prev ? "ramp-down" : "steady";
+}
+
 export default {
   randomIntBetween,
   randomItem,
@@ -101,4 +163,7 @@ export default {
   findBetween,
   normalDistributionStages,
   parseDuration,
+  getCurrentStageIndex,
+  tagWithCurrentStageIndex,
+  tagWithCurrentStageProfile,
 };
