@@ -232,7 +232,8 @@ fn jslib_stage_helpers_tag_samples_with_the_current_stage() {
 
 #[test]
 fn jslib_stage_helpers_read_top_level_stages_as_the_default_scenario() {
-    // k6 turns top-level `stages` into a `default` ramping-vus scenario starting from 1 VU.
+    // k6 turns top-level `stages` into a `default` ramping-vus scenario whose `startVUs` is
+    // `vus` (null when unset: the first stage is then a ramp-up from 0, as k6-utils reports).
     let dir = std::env::temp_dir().join(format!("volley-stages-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let s = dir.join("top_stages.js");
@@ -244,7 +245,7 @@ fn jslib_stage_helpers_read_top_level_stages_as_the_default_scenario() {
          export const options = { stages: [{ duration: '1s', target: 1 }] };\n\
          export default function () {\n  tagWithCurrentStageProfile();\n  \
          check(null, { 'stage 0': () => getCurrentStageIndex() === 0, \
-         'steady from 1 VU': () => exec.vu.tags.stage_profile === 'steady' });\n  sleep(0.2);\n}\n",
+         'ramp-up from vus unset': () => exec.vu.tags.stage_profile === 'ramp-up' });\n  sleep(0.2);\n}\n",
     )
     .unwrap();
     let out = volley_js::run(

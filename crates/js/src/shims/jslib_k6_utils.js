@@ -97,14 +97,15 @@ export function parseDuration(str) {
 }
 
 // The current scenario's options as k6 reports them: k6 turns top-level `stages` into a
-// `default` ramping-vus scenario (starting from `vus`, 1 if unset), so that is mirrored here.
+// `default` ramping-vus scenario whose `startVUs` is `vus` (null when unset, even though it
+// then starts from 1 VU), so that is mirrored here.
 function currentScenario() {
   const opts = exec.test.options || {};
   const name = exec.scenario.name;
   if (opts.scenarios && opts.scenarios[name]) return opts.scenarios[name];
   if (!opts.scenarios && name === "default") {
     if (Array.isArray(opts.stages) && opts.stages.length > 0) {
-      return { executor: "ramping-vus", startVUs: opts.vus === undefined ? 1 : opts.vus, stages: opts.stages };
+      return { executor: "ramping-vus", startVUs: opts.vus === undefined ? null : opts.vus, stages: opts.stages };
     }
     return opts;
   }
@@ -149,7 +150,7 @@ export function tagWithCurrentStageProfile() {
   const scenario = currentScenario();
   const stages = stagesOf(scenario);
   const i = stageIndex(stages);
-  const start = scenario.startVUs !== undefined ? scenario.startVUs : scenario.startRate;
+  const start = scenario.startVUs != null ? scenario.startVUs : scenario.startRate;
   const prev = i > 0 ? stages[i - 1].target || 0 : start || 0;
   const cur = stages[i].target || 0;
   exec.vu.tags["stage_profile"] = cur > prev ? "ramp-up" : cur < prev ? "ramp-down" : "steady";
