@@ -144,8 +144,10 @@ fn text_of<'a>(dom: &'a str, id: &str) -> &'a str {
 fn the_live_page_shows_the_run_in_headless_chromium() {
     let t = target();
     let dir = scratch("dashboard-live");
-    // Long enough for Chromium to start on a busy machine before the run (and its server) ends.
-    let s = script(&dir, &t.url().to_string(), "10s");
+    // Long enough for Chromium to start on a busy machine before the run (and its server) ends:
+    // under a loaded CI run Chromium took 10 s to load its first page (its D-Bus probes time
+    // out), and a 10 s run had ended by then (ERR_CONNECTION_REFUSED, an empty DOM).
+    let s = script(&dir, &t.url().to_string(), "30s");
     let port = closed_port();
     let export = dir.join("final.html");
     let mut child = volley()
