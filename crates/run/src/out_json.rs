@@ -26,13 +26,10 @@ const BUF_LIMIT: usize = 256 * 1024;
 
 /// The shared output file.
 pub struct JsonOut {
-    file: Mutex<File>,
+    raw: crate::outputs::RawFile,
     declared: Mutex<HashSet<String>>,
     /// Threshold expressions per metric name, for the declarations.
     thresholds: HashMap<String, Vec<String>>,
-    error: Mutex<Option<String>>,
-    /// Tags every point carries (see [`JsonOut::set_base_tags`]).
-    base: std::sync::OnceLock<TagSet>,
 }
 
 impl std::fmt::Debug for JsonOut {
@@ -45,18 +42,16 @@ impl JsonOut {
     pub fn create(path: &Path) -> Result<JsonOut, String> {
         let file = File::create(path).map_err(|e| format!("--out json={}: {e}", path.display()))?;
         Ok(JsonOut {
-            file: Mutex::new(file),
+            raw: crate::outputs::RawFile::new(file, "--out json"),
             declared: Mutex::new(HashSet::new()),
             thresholds: HashMap::new(),
-            error: Mutex::new(None),
-            base: std::sync::OnceLock::new(),
         })
     }
 
     /// Tags every point carries besides its series' own (quick mode's `method`, `url`, `name`:
     /// constant for a run, so its series keys leave them out). Set before the run; once.
     pub fn set_base_tags(&self, tags: TagSet) {
-        let _ = self.base.set(tags);
+        self.raw.set_base_tags(tags);
     }
 
     pub fn set_thresholds(&mut self, ths: &[crate::thresholds::Threshold]) {
@@ -80,20 +75,11 @@ impl JsonOut {
 
     /// The first write error, if any (reported once at the end).
     pub fn error(&self) -> Option<String> {
-        self.error.lock().unwrap().clone()
+        self.raw.error()
     }
 
     fn write(&self, bytes: &[u8]) {
-        if bytes.is_empty() {
-            return;
-        }
-        let r = self.file.lock().unwrap().write_all(bytes);
-        if let Err(e) = r {
-            let mut err = self.error.lock().unwrap();
-            if err.is_none() {
-                *err = Some(format!("--out json: {e}"));
-            }
-        }
+        self.raw.write(bytes);
     }
 
     /// Write `name`'s declaration unless some worker already did.
@@ -176,10 +162,7 @@ impl SampleSink for JsonSink {
         let out = &self.out;
         let end = self.series.get(series, desc, tags, |own| {
             out.declare(&desc.key.name, desc.kind, desc.unit);
-            tail(
-                &desc.key.name,
-                &crate::outputs::with_base(out.base.get(), own),
-            )
+            tail(&desc.key.name, &out.raw.tags(own))
         });
         let (secs, sub) = now();
         if self.clock.0 != secs {

@@ -12,7 +12,7 @@
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 use volley_metrics::{MetricDesc, SampleSink, TagSet};
 
@@ -39,31 +39,16 @@ pub const COLUMNS: [&str; 19] = [
     "metadata",
 ];
 
-/// The tag columns (3 ..= 16 of [`COLUMNS`]).
-const TAG_COLUMNS: [&str; 14] = [
-    "check",
-    "error",
-    "error_code",
-    "expected_response",
-    "group",
-    "method",
-    "name",
-    "proto",
-    "scenario",
-    "service",
-    "status",
-    "subproto",
-    "tls_version",
-    "url",
-];
+/// The tag columns: [`COLUMNS`] between `metric_value` and `extra_tags`.
+const TAG_COLUMNS: &[&str] = {
+    let (_, rest) = COLUMNS.split_at(3);
+    rest.split_at(14).0
+};
 
 const BUF_LIMIT: usize = 256 * 1024;
 
 pub struct CsvOut {
-    file: Mutex<File>,
-    error: Mutex<Option<String>>,
-    /// Tags every row carries (see [`CsvOut::set_base_tags`]).
-    base: std::sync::OnceLock<TagSet>,
+    raw: super::RawFile,
 }
 
 impl std::fmt::Debug for CsvOut {
@@ -84,7 +69,7 @@ pub fn field(s: &str) -> String {
 /// Everything after `metric_value`: the tag columns, `extra_tags` and `metadata`.
 fn tail(tags: &TagSet) -> String {
     let mut s = String::new();
-    for c in &TAG_COLUMNS {
+    for c in TAG_COLUMNS {
         s.push(',');
         if let Some(v) = tags.get(*c) {
             s.push_str(&field(v));
@@ -115,16 +100,14 @@ impl CsvOut {
         file.write_all(format!("{}\n", COLUMNS.join(",")).as_bytes())
             .map_err(|e| format!("--out csv={}: {e}", path.display()))?;
         Ok(CsvOut {
-            file: Mutex::new(file),
-            error: Mutex::new(None),
-            base: std::sync::OnceLock::new(),
+            raw: super::RawFile::new(file, "--out csv"),
         })
     }
 
     /// Tags every row carries besides its series' own (quick mode's `method`, `url`, `name`).
     /// Set before the run; once.
     pub fn set_base_tags(&self, tags: TagSet) {
-        let _ = self.base.set(tags);
+        self.raw.set_base_tags(tags);
     }
 
     pub fn sink(self: &Arc<Self>) -> Box<dyn SampleSink> {
@@ -136,19 +119,11 @@ impl CsvOut {
     }
 
     pub fn error(&self) -> Option<String> {
-        self.error.lock().unwrap().clone()
+        self.raw.error()
     }
 
     fn write(&self, bytes: &[u8]) {
-        if bytes.is_empty() {
-            return;
-        }
-        if let Err(e) = self.file.lock().unwrap().write_all(bytes) {
-            self.error
-                .lock()
-                .unwrap()
-                .get_or_insert(format!("--out csv: {e}"));
-        }
+        self.raw.write(bytes);
     }
 
     /// One row written directly (the coordinator's `vus` gauges).
@@ -167,9 +142,9 @@ struct CsvSink {
 
 impl SampleSink for CsvSink {
     fn sample(&mut self, series: u32, desc: &MetricDesc, tags: Option<&Arc<TagSet>>, value: f64) {
-        let base = self.out.base.get();
+        let raw = &self.out.raw;
         let (head, end) = self.series.get(series, desc, tags, |own| {
-            let end = tail(&super::with_base(base, own));
+            let end = tail(&raw.tags(own));
             (format!("{},", field(&desc.key.name)), end)
         });
         let b = &mut self.buf;

@@ -326,15 +326,58 @@ impl<T> SeriesCache<T> {
     }
 }
 
-/// A sample's tags under the run's constant ones (`base`, e.g. quick mode's method and URL,
-/// which its series keys leave out): the sample's own win.
-pub fn with_base(
-    base: Option<&volley_metrics::TagSet>,
-    tags: &volley_metrics::TagSet,
-) -> volley_metrics::TagSet {
-    let mut all = base.cloned().unwrap_or_default();
-    all.extend(tags.iter().map(|(k, v)| (k.clone(), v.clone())));
-    all
+/// The file a per-sample output (`json=`, `csv=`) writes: whole worker buffers under a lock, so
+/// lines never interleave; the first write error kept for the end of the run; and the tags
+/// every sample carries besides its series' own (quick mode's `method`, `url`, `name`:
+/// constant for a run, so its series keys leave them out).
+pub(crate) struct RawFile {
+    file: std::sync::Mutex<std::fs::File>,
+    error: std::sync::Mutex<Option<String>>,
+    base: std::sync::OnceLock<volley_metrics::TagSet>,
+    /// `--out json` / `--out csv`, for the error message.
+    what: &'static str,
+}
+
+impl RawFile {
+    pub(crate) fn new(file: std::fs::File, what: &'static str) -> RawFile {
+        RawFile {
+            file: std::sync::Mutex::new(file),
+            error: Default::default(),
+            base: Default::default(),
+            what,
+        }
+    }
+
+    pub(crate) fn write(&self, bytes: &[u8]) {
+        use std::io::Write;
+        if bytes.is_empty() {
+            return;
+        }
+        let r = self.file.lock().unwrap().write_all(bytes);
+        if let Err(e) = r {
+            let what = self.what;
+            self.error
+                .lock()
+                .unwrap()
+                .get_or_insert_with(|| format!("{what}: {e}"));
+        }
+    }
+
+    pub(crate) fn error(&self) -> Option<String> {
+        self.error.lock().unwrap().clone()
+    }
+
+    /// Set before the run; once.
+    pub(crate) fn set_base_tags(&self, tags: volley_metrics::TagSet) {
+        let _ = self.base.set(tags);
+    }
+
+    /// A sample's tags under the constant ones: the sample's own win.
+    pub(crate) fn tags(&self, own: &volley_metrics::TagSet) -> volley_metrics::TagSet {
+        let mut all = self.base.get().cloned().unwrap_or_default();
+        all.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
+        all
+    }
 }
 
 #[cfg(test)]
