@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use volley_metrics::agg::TrendAgg;
 use volley_metrics::fmt;
+use volley_metrics::fmt::ms;
 use volley_metrics::{Agg, RunResult, TagSet, TotalValue};
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -323,10 +324,6 @@ fn histogram_rows(t: &TrendAgg, rows: usize) -> Vec<(f64, u64)> {
     let counts = t.bucket_counts(&bounds);
     bounds.into_iter().zip(counts).collect()
 }
-
-/// Kept so callers of `volley_engine::summary::ms` still build; the one implementation is
-/// [`volley_metrics::fmt::ms`].
-pub use volley_metrics::fmt::ms;
 
 #[cfg(test)]
 mod tests {

@@ -124,7 +124,7 @@ mod tests {
     use super::*;
 
     /// The quick summary's, the report's and the history table's outputs before they shared
-    /// this module (engine `summary::ms`/`human_bytes`, report `fmt`, cli `history_cmd`).
+    /// this module (it replaced copies in engine/summary, report/fmt and the CLI).
     #[test]
     fn volley_units_keep_their_former_outputs() {
         assert_eq!(ms(0.0123), "12µs");

@@ -1,8 +1,5 @@
 //! HTML escaping for the report and the comparison's Markdown. Numbers are formatted by
-//! [`volley_metrics::fmt`], the one formatting module every view shares (re-exported here so
-//! callers that format through the report crate keep their paths).
-
-pub use volley_metrics::fmt::{bytes, bytes_tick, ms, ms_tick, num, pct_change, short};
+//! [`volley_metrics::fmt`], the one formatting module every view shares.
 
 /// Escape text for HTML element content and attribute values (both quote kinds).
 pub fn esc(s: &str) -> String {

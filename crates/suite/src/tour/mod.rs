@@ -212,7 +212,7 @@ pub fn run(p: &Plan, dir: &Path, ctl: &RunControl) -> i32 {
         "seeded in {:.1}s: {files} files in {} folders, a {} fixture, {} WebDAV files\n",
         seeded.took_ms as f64 / 1000.0,
         seeded.folders.len(),
-        volley_report::fmt::bytes(seeded.fixture_size as f64),
+        volley_metrics::fmt::bytes(seeded.fixture_size as f64),
         seeded.webdav_files
     );
 

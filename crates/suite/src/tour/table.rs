@@ -58,7 +58,7 @@ fn checks_cell(c: (u64, u64)) -> String {
 }
 
 pub(super) fn table(rows: &[Row]) -> String {
-    use volley_report::fmt::{bytes, ms, num};
+    use volley_metrics::fmt::{bytes, ms, num};
     let head = [
         "scenario",
         "avg",
@@ -189,7 +189,7 @@ pub(super) fn finish(rows: &[Row], ctl: &RunControl) -> i32 {
                 .iter()
                 .map(|(what, n, _)| {
                     let dir = if *what == "downloaded" { "down" } else { "up" };
-                    format!("{} {dir}", volley_report::fmt::bytes(*n))
+                    format!("{} {dir}", volley_metrics::fmt::bytes(*n))
                 })
                 .collect();
             format!("{} {}", r.name, parts.join(" + "))
