@@ -84,6 +84,19 @@ pub fn num(v: f64) -> String {
     }
 }
 
+/// A count with thousands separators (`1,234`), for sentences.
+pub fn count(n: u64) -> String {
+    let d = n.to_string();
+    let mut out = String::with_capacity(d.len() + d.len() / 3);
+    for (i, c) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Axis tick label: compact (1.5k, 2M).
 pub fn short(v: f64) -> String {
     let a = v.abs();

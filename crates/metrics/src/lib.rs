@@ -22,6 +22,7 @@
 //! - [`series`]: the per-interval time series, coarsened so its size stays bounded.
 //! - [`result`]: the run result file (serde), reading with validation and size limits (the
 //!   one reader every command uses), writing and exact merging.
+//! - [`events`]: what happened to a run from outside (faults): the result file's timeline.
 //! - [`output`]: the pre-run check that an output file can be written.
 //! - [`names`]: k6's built-in metric names as constants, with their kinds.
 //! - [`fmt`]: every number shown to a human (durations, bytes, counts, ticks), Volley's own
@@ -31,6 +32,7 @@
 
 pub mod agg;
 pub mod aggregate;
+pub mod events;
 pub mod fmt;
 pub mod guard;
 pub mod hist;
@@ -45,6 +47,7 @@ pub mod time;
 
 pub use agg::{Agg, MetricKind, Unit};
 pub use aggregate::Aggregator;
+pub use events::Event;
 pub use guard::{SeriesGuard, DEFAULT_MAX_SERIES, OVERFLOW_KEEPS, OVERFLOW_TAG};
 pub use recorder::{Handle, MetricDesc, Recorder, SampleSink, Snapshot};
 pub use result::{MergeError, MetricTotal, RunMeta, RunResult, ThresholdResult, TotalValue};

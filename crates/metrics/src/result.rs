@@ -103,6 +103,9 @@ pub struct RunResult {
     /// Script mode: every threshold with its verdict and observed value, in option order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<ThresholdResult>,
+    /// Faults and other outside events on the run's timeline (absent in older files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<crate::Event>,
 }
 
 /// One evaluated threshold (`metric` may name a sub-metric: `http_req_duration{name:a}`).
@@ -445,6 +448,7 @@ impl RunResult {
             metrics,
             series,
             thresholds: Vec::new(),
+            events: Vec::new(),
         }
     }
 
@@ -693,7 +697,11 @@ impl RunResult {
             host: a.host.clone(),
             peak_rss_bytes: a.peak_rss_bytes.max(b.peak_rss_bytes),
         };
-        Ok(RunResult::new(meta, self.options.clone(), metrics, series))
+        let mut merged = RunResult::new(meta, self.options.clone(), metrics, series);
+        // Instances share one timeline: each one's events, once (the same fault seen by two
+        // instances is written twice, as each saw it).
+        merged.events = self.events.iter().chain(&other.events).cloned().collect();
+        Ok(merged)
     }
 }
 
