@@ -37,6 +37,8 @@ pub enum Command {
     Monitor(MonitorArgs),
     /// List the runs stored with --history (test, git revision, labels, key figures)
     History(HistoryArgs),
+    /// Check after faults that every acknowledged write in a ledger survived (exit 6 if not)
+    Verify(crate::verify_cmd::VerifyArgs),
 }
 
 #[derive(Args, Debug)]
@@ -184,6 +186,8 @@ pub struct HttpArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub dashboard: DashboardArgs,
+    #[command(flatten)]
+    pub faults: crate::fault_flags::FaultFlags,
 }
 
 #[derive(Args, Debug)]
@@ -401,6 +405,8 @@ pub struct RunArgs {
     /// k6's other `run` flags and their `K6_*` variables (docs/k6-cli.md)
     #[command(flatten)]
     pub k6: crate::k6_flags::K6Flags,
+    #[command(flatten)]
+    pub faults: crate::fault_flags::FaultFlags,
 }
 
 /// `--dashboard`: the live web page of a run (docs/dashboard.md).

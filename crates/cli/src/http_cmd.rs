@@ -21,7 +21,12 @@ const MAX_CONNECTIONS: usize = 65_535;
 /// of a few KiB, created up front.
 const MAX_H2_IN_FLIGHT: u64 = 1_000_000;
 
-pub fn run(a: HttpArgs) -> i32 {
+pub fn run(mut a: HttpArgs) -> i32 {
+    let mut armed = match crate::fault_flags::arm(&a.faults, a.quiet || a.json) {
+        Ok(f) => f,
+        Err(code) => return code,
+    };
+    a.url = armed.expand(&a.url);
     let cfg = match config(&a) {
         Ok(c) => c,
         Err(e) => return exit::usage(&e),
@@ -88,6 +93,7 @@ pub fn run(a: HttpArgs) -> i32 {
     let spec = match spec(&cfg, &monitor, ths, json_path.as_deref(), &outs, live) {
         Ok(mut s) => {
             s.observers.extend(observers);
+            armed.attach(&mut s);
             s
         }
         Err(e) => return exit::fail(&e),
@@ -101,7 +107,8 @@ pub fn run(a: HttpArgs) -> i32 {
     if let Some(m) = &fin.threshold_abort {
         volley_engine::log::error(m);
     }
-    let result = fin.result;
+    let mut result = fin.result;
+    let fault_lines = armed.finish(&mut result);
     // k6's thresholds were judged by the run layer (the verdicts are saved with the result);
     // then the per-series checks.
     let summary = match QuickSummary::from_result(&result) {
@@ -109,6 +116,7 @@ pub fn run(a: HttpArgs) -> i32 {
         Err(e) => return exit::fail(&format!("cannot summarise the run: {e}")),
     };
     print_summary(&summary, a.json, a.quiet);
+    crate::fault_flags::print(&fault_lines, a.quiet || a.json);
     volley_run::checks::print_verdicts(&result, a.quiet);
     let crossed = [
         volley_run::execute::thresholds_message(&result),

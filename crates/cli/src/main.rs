@@ -13,6 +13,7 @@ mod dashboard_cmd;
 mod demo;
 mod demo_service_cmd;
 mod exit;
+mod fault_flags;
 mod history_cmd;
 mod http_cmd;
 mod k6_flags;
@@ -20,6 +21,7 @@ mod monitor_cmd;
 mod report_cmd;
 mod run_cmd;
 mod signals;
+mod verify_cmd;
 
 use clap::Parser;
 
@@ -64,6 +66,7 @@ fn main() {
         args::Command::Compare(a) => report_cmd::compare(a),
         args::Command::Monitor(a) => monitor_cmd::run(a),
         args::Command::History(a) => history_cmd::list(a),
+        args::Command::Verify(a) => verify_cmd::run(a),
     };
     std::process::exit(code);
 }

@@ -144,6 +144,11 @@ pub fn run(mut a: RunArgs) -> i32 {
         Ok(o) => o,
         Err(code) => return code,
     };
+    let mut armed = match crate::fault_flags::arm(&a.faults, a.quiet) {
+        Ok(f) => f,
+        Err(code) => return code,
+    };
+    pairs.extend(armed.env());
     let env = volley_js::environment(&pairs, k6.system_env);
     let cli = CliOptions {
         vus: a.vus,
@@ -184,13 +189,15 @@ pub fn run(mut a: RunArgs) -> i32 {
     };
     volley_run::progress::attach(&mut p.spec, show_progress, cli.live_progress);
     p.spec.observers.extend(observers);
-    let fin = match volley_run::execute(p.spec, &ctl) {
+    armed.attach(&mut p.spec);
+    let mut fin = match volley_run::execute(p.spec, &ctl) {
         Ok(f) => f,
         Err(o) => return exit::outcome(&o),
     };
     if let Some(m) = &fin.threshold_abort {
         log::error(m);
     }
+    let fault_lines = armed.finish(&mut fin.result);
     let summary = match Summary::from_result(&fin.result) {
         Ok(s) => s,
         Err(e) => return exit::fail(&e),
@@ -218,6 +225,7 @@ pub fn run(mut a: RunArgs) -> i32 {
     if !a.quiet && !handled {
         exit::print(&summary.render(summary_mode));
     }
+    crate::fault_flags::print(&fault_lines, a.quiet);
     // A signal while the summary and outputs were written counts too.
     let outcome = after.finish(&fin.result, fin.outcome, ctl.was_interrupted());
     if matches!(outcome, Outcome::Failure(_)) {

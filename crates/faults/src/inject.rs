@@ -121,13 +121,6 @@ impl Injector {
         self.inner.iterations.store(n, Ordering::Relaxed);
     }
 
-    /// Align the clock with the run's (its elapsed time now).
-    pub fn sync_clock(&self, elapsed: Duration) {
-        if let Some(t) = Instant::now().checked_sub(elapsed) {
-            *self.inner.started.lock().unwrap() = t;
-        }
-    }
-
     /// An observer of the run that feeds the clock and iteration count.
     pub fn observer(&self) -> Box<dyn volley_run::Observer> {
         Box::new(Feed(self.inner.clone()))
@@ -172,6 +165,10 @@ impl volley_run::Observer for Feed {
             })
             .sum();
         self.0.iterations.store(n as u64, Ordering::Relaxed);
+        // The run's own clock (it started with setup) is the one faults are scheduled on.
+        if let Some(t) = Instant::now().checked_sub(tick.elapsed) {
+            *self.0.started.lock().unwrap() = t;
+        }
     }
 }
 

@@ -11,11 +11,14 @@
 //!   command Volley starts (`--fault-target NAME=CMD`); a suite implements it for services.
 //! - [`inject`]: [`Injector`] runs a schedule on the run's clock and records its events for
 //!   the result file, the report and the summary lines.
+//! - [`armed`]: a run's `--proxy`, `--fault-target` and `--fault` words → started proxies and
+//!   targets, attached to a `volley_run::RunSpec`, events into the result after it.
 //! - [`ledger`]: the append-only NDJSON of acknowledged operations scripts write
 //!   (`ledger.ack`) and that verification reads.
 //! - [`verify`]: a verifier command's verdicts against the ledger → [`verify::Report`]
 //!   (acknowledged, verified, lost, corrupted).
 
+pub mod armed;
 pub mod inject;
 pub mod ledger;
 pub mod process;
@@ -23,6 +26,7 @@ pub mod proxy;
 pub mod schedule;
 pub mod verify;
 
+pub use armed::{ArmError, Armed, ProxySpec};
 pub use inject::Injector;
 pub use ledger::Ledger;
 pub use process::{CommandTarget, PidTarget, ProcessTarget};

@@ -261,6 +261,15 @@ pub fn prepare(
         }
     }
     let mut resolved = options::resolve(&script.options, cli).map_err(RunError::Config)?;
+    // options.ledger: the volley/ledger file (`--ledger FILE`, opened before, wins).
+    if let Some(l) = script.options.get("ledger").filter(|l| !l.is_null()) {
+        let p = l
+            .as_str()
+            .ok_or_else(|| RunError::Config("options.ledger: expected a file path".into()))?;
+        if volley_faults::ledger::global().is_none() {
+            volley_faults::ledger::open_global(Path::new(p)).map_err(RunError::Config)?;
+        }
+    }
     // `--threshold METRIC:EXPR` adds to options.thresholds[METRIC].
     if !cli.thresholds.is_empty() && !cli.no_thresholds {
         let all = resolved

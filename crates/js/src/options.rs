@@ -422,6 +422,8 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
                 settings.system_tags = Some(keep);
             }
             "scenarios" if !v.is_null() => scenarios_json = Some(v),
+            // Volley's: the `volley/ledger` file, opened by `prepare`.
+            "ledger" => {}
             other => ignored.push(other.to_string()),
         }
     }

@@ -26,6 +26,8 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
     ("k6/data", include_str!("shims/k6_data.js")),
     ("k6/timers", include_str!("shims/k6_timers.js")),
     ("k6/html", include_str!("shims/k6_html.js")),
+    // Volley's own: acknowledged operations for verification after faults.
+    ("volley/ledger", include_str!("shims/volley_ledger.js")),
     (
         crate::modules::JSLIB_UTILS,
         include_str!("shims/jslib_k6_utils.js"),

@@ -16,6 +16,8 @@ pub mod code {
     /// The run completed, but some requests got no response (refused, timeout, reset, TLS,
     /// DNS, protocol): quick mode.
     pub const REQUEST_ERRORS: i32 = 3;
+    /// `volley verify`: acknowledged data was lost, corrupted or left half-written.
+    pub const DATA_LOST: i32 = 6;
     /// k6: some thresholds failed (also when `abortOnFail` stopped the test).
     pub const THRESHOLDS_FAILED: i32 = 99;
     /// k6: `setup()` ran past `setupTimeout`.

@@ -1,5 +1,5 @@
 //! k6 modules beyond the core (`k6/encoding`, `k6/crypto`, `k6/execution`, `k6/data`,
-//! `k6/html`), the `jslib.k6.io` stand-ins, CommonJS `require`, and the state behind the
+//! `k6/html`), Volley's `volley/ledger`, the `jslib.k6.io` stand-ins, CommonJS `require`, and the state behind the
 //! `k6/http` extras (cookie jars, response callbacks).
 //!
 //! Each module is a JS shim (`src/shims/`) over natives installed here on the hidden
@@ -14,6 +14,7 @@ pub(crate) mod data;
 pub(crate) mod execution;
 pub(crate) mod html;
 pub(crate) mod http_ext;
+pub(crate) mod ledger;
 
 use crate::vu::VuState;
 use rquickjs::{ArrayBuffer, Ctx, Object, Value};
@@ -149,6 +150,7 @@ pub(crate) fn install<'js>(
     cookies::install(ctx, v, st)?;
     commonjs::install(ctx, v, st)?;
     html::install(ctx, v)?;
+    ledger::install(ctx, v)?;
     if st.id > 0 && st.env.is_some() {
         st.shared.ext.exec.vu_initialized();
     }
