@@ -1,0 +1,208 @@
+//! Fault injection end to end (#18): the built-in proxy's latency, reset and black hole seen
+//! by `volley http`'s metrics, a service killed and restarted mid-load, the ledger and
+//! `volley verify`. Loopback only; every run is bounded by -n or -z.
+
+mod common;
+use common::*;
+
+fn proxy_flag(upstream: std::net::SocketAddr) -> String {
+    format!("api=127.0.0.1:0->{upstream}")
+}
+
+fn p50(o: &std::process::Output) -> f64 {
+    json(o)["latency_ms"]["p50"].as_f64().unwrap()
+}
+
+#[test]
+fn proxy_latency_shows_in_p50_by_the_configured_amount() {
+    let t = target();
+    let proxy = proxy_flag(t.local_addr());
+    let url = "http://${VOLLEY_PROXY_API}/";
+    let base = run(&["http", url, "-n", "60", "-c", "2", "--json", "--proxy", &proxy]);
+    assert_eq!(base.status.code(), Some(0), "{}", stderr(&base));
+    let slow = run(&[
+        "http", url, "-n", "60", "-c", "2", "--json", "--proxy", &proxy, "--fault",
+        "at=0s,proxy=api,latency=40ms",
+    ]);
+    assert_eq!(slow.status.code(), Some(0), "{}", stderr(&slow));
+    // Measured against the no-fault p50 of the same test: the added latency, ±15 ms.
+    let added = p50(&slow) - p50(&base);
+    assert!((25.0..=55.0).contains(&added), "p50 rose by {added} ms, configured 40 ms");
+}
+
+#[test]
+fn a_reset_fault_shows_as_the_reset_error_class() {
+    let t = target();
+    let o = run(&[
+        "http", "http://${VOLLEY_PROXY_API}/", "-n", "20", "-c", "2", "--json", "--proxy",
+        &proxy_flag(t.local_addr()), "--fault", "at=0s,proxy=api,reset",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let errors = &json(&o)["errors"];
+    assert!(errors["reset"].as_u64().unwrap_or(0) > 0, "{errors}");
+    assert!(errors.get("timeout").is_none(), "{errors}");
+}
+
+#[test]
+fn a_black_hole_shows_as_the_timeout_error_class() {
+    let t = target();
+    let dir = scratch("blackhole");
+    let save = dir.join("r.json");
+    let o = run(&[
+        "http", "http://${VOLLEY_PROXY_API}/", "-n", "4", "-c", "2", "--timeout", "300ms",
+        "--json", "--proxy", &proxy_flag(t.local_addr()), "--fault", "at=0s,proxy=api,blackhole",
+        "--save", save.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let errors = &json(&o)["errors"];
+    assert!(errors["timeout"].as_u64().unwrap_or(0) > 0, "{errors}");
+    // The fault is on the result's timeline, with the connections it held.
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    let ev = &r["events"][0];
+    assert_eq!(ev["kind"], "blackhole", "{r}");
+    assert!(ev["affected"].as_u64().unwrap() >= 2, "{ev}");
+}
+
+/// Per second of the saved run: (requests, failed requests).
+fn per_second(r: &serde_json::Value) -> Vec<(u64, u64)> {
+    r["series"]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let failed = p["values"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|v| v["name"] == "http_req_failed");
+            failed.map_or((0, 0), |f| {
+                (f["total"].as_u64().unwrap(), f["trues"].as_u64().unwrap())
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn a_service_killed_and_restarted_mid_load_fails_in_the_window_and_recovers() {
+    let port = closed_port();
+    let exe = env!("CARGO_BIN_EXE_volley");
+    let dir = scratch("kill-restart");
+    let save = dir.join("r.json");
+    let o = run(&[
+        "http",
+        &format!("http://127.0.0.1:{port}/"),
+        "-z",
+        "5s",
+        "-c",
+        "2",
+        "--connect-timeout",
+        "500ms",
+        "--timeout",
+        "1s",
+        "--fault-target",
+        &format!("svc=exec {exe} target --listen 127.0.0.1:{port} --threads 1"),
+        "--fault",
+        "at=2s,for=1s,kill=svc",
+        "--save",
+        save.to_str().unwrap(),
+        "--quiet",
+    ]);
+    // Requests failed while the service was down: exit 3.
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    let ev = &r["events"][0];
+    assert_eq!(ev["kind"], "kill", "{r}");
+    assert!(ev["error"].is_null(), "{ev}");
+    let secs = per_second(&r);
+    assert!(secs.len() >= 5, "{secs:?}");
+    // Second 1 (before the kill) is clean; the window (seconds 2-3) has failures; the last
+    // second, after the restart, is clean again and serves requests.
+    assert!(secs[1].0 > 0 && secs[1].1 == 0, "{secs:?}");
+    assert!(secs[2].1 + secs[3].1 > 0, "{secs:?}");
+    let last = secs[secs.len() - 1];
+    assert!(last.0 > 0 && last.1 == 0, "{secs:?}");
+}
+
+#[test]
+fn bad_fault_words_are_usage_errors_naming_the_token() {
+    let o = run(&[
+        "http", "http://127.0.0.1:9/", "-n", "1", "--fault", "at=1s,proxy=api,latncy=5ms",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("'latncy=5ms': unknown key") && e.contains("hint:"), "{e}");
+    let o = run(&["http", "http://127.0.0.1:9/", "-n", "1", "--fault", "at=1s,proxy=api,reset"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--proxy api="), "{}", stderr(&o));
+    let o = run(&["http", "http://127.0.0.1:9/", "-n", "1", "--proxy", "api=127.0.0.1:0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("'->'"), "{}", stderr(&o));
+}
+
+const ACK_SCRIPT: &str = r#"
+import { ledger } from 'volley/ledger';
+export const options = { iterations: 5, vus: 1 };
+export default function () {
+  ledger.ack('put', `k${__ITER}`, { size: __ITER });
+}
+"#;
+
+/// A verifier: every id verified except those listed in $LOSE.
+const VERIFIER: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+  [ -z "$id" ] && continue
+  case " $LOSE " in *" $id "*) echo "verify: lost $id";; *) echo "verify: verified $id";; esac
+done
+"#;
+
+#[test]
+fn the_ledger_records_acks_and_verify_fails_on_a_loss() {
+    let dir = scratch("ledger");
+    let script = dir.join("acks.js");
+    std::fs::write(&script, ACK_SCRIPT).unwrap();
+    let ledger = dir.join("ledger.ndjson");
+    let o = run(&[
+        "run",
+        script.to_str().unwrap(),
+        "--ledger",
+        ledger.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&ledger).unwrap();
+    assert_eq!(text.lines().count(), 5, "{text}");
+    assert!(text.contains(r#""id":"k4""#), "{text}");
+    let verify = |lose: &str| {
+        volley()
+            .args(["verify", "--ledger", ledger.to_str().unwrap(), "--", "sh", "-c", VERIFIER])
+            .env("LOSE", lose)
+            .output()
+            .unwrap()
+    };
+    let ok = verify("");
+    assert_eq!(ok.status.code(), Some(0), "{}{}", stdout(&ok), stderr(&ok));
+    assert!(stdout(&ok).contains("acknowledged: 5, verified: 5, lost: 0"), "{}", stdout(&ok));
+    let bad = verify("k1 k3");
+    assert_eq!(bad.status.code(), Some(6), "{}{}", stdout(&bad), stderr(&bad));
+    assert!(stdout(&bad).contains("lost: 2"), "{}", stdout(&bad));
+    assert!(stdout(&bad).contains("lost: k1, k3"), "{}", stdout(&bad));
+    // A verifier that says nothing proves nothing: everything counts as lost.
+    let silent = volley()
+        .args(["verify", "--ledger", ledger.to_str().unwrap(), "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(silent.status.code(), Some(6));
+    assert!(stdout(&silent).contains("lost: 5"), "{}", stdout(&silent));
+}
+
+#[test]
+fn ledger_ack_without_a_ledger_is_a_script_error_with_a_hint() {
+    let dir = scratch("no-ledger");
+    let script = dir.join("acks.js");
+    std::fs::write(&script, ACK_SCRIPT).unwrap();
+    let o = run(&["run", script.to_str().unwrap(), "-q"]);
+    assert!(stderr(&o).contains("give --ledger FILE or options.ledger"), "{}", stderr(&o));
+}
