@@ -74,7 +74,8 @@ fn verdict(line: &str) -> Option<(&str, &str)> {
     let at = line.find("verify: ")?;
     let mut words = line[at + 8..].split_whitespace();
     let status = words.next()?;
-    let id = words.next()?;
+    // A logger may quote the message (`msg="verify: lost a"`): the quote is not the id's.
+    let id = words.next()?.trim_end_matches(['"', '\'']);
     matches!(status, "verified" | "ok" | "lost" | "corrupted" | "partial").then_some((status, id))
 }
 
@@ -195,7 +196,7 @@ mod tests {
             &c,
             [
                 "verify: verified a",
-                "INFO[0001] verify: corrupted b source=console",
+                "time=\"...\" level=info msg=\"verify: corrupted b\" source=console",
                 "noise",
                 "verify: verified c",
             ],
