@@ -83,6 +83,7 @@ pub fn render_report(runs: &[Labeled]) -> String {
     }
     thresholds(&mut o, runs);
     checks(&mut o, runs);
+    crate::events::section(&mut o, runs);
     charts(&mut o, runs);
     for (i, r) in runs.iter().enumerate() {
         metric_table(&mut o, r, i, runs.len());
@@ -398,18 +399,20 @@ fn charts(o: &mut String, runs: &[Labeled]) {
     let any = |n: &str| runs.iter().any(|r| has(r.run, n));
     let mut out: Vec<String> = Vec::new();
     let plain = |v: f64| short(v);
+    let marks = crate::events::marks(runs);
     if any(volley_metrics::names::HTTP_REQS) {
         let lines = per_file(
             runs,
             &Sel::all(volley_metrics::names::HTTP_REQS),
             Figure::Rate,
         );
-        out.push(svg::line_chart(
+        out.push(svg::line_chart_marked(
             "Request rate (requests/s)",
             &lines,
             false,
             &plain,
             &|v| format!("{}/s", num(v)),
+            &marks,
         ));
     }
     if any(volley_metrics::names::HTTP_REQ_FAILED) {
@@ -418,12 +421,13 @@ fn charts(o: &mut String, runs: &[Labeled]) {
             &Sel::all(volley_metrics::names::HTTP_REQ_FAILED),
             Figure::ErrorRate,
         );
-        out.push(svg::line_chart(
+        out.push(svg::line_chart_marked(
             "Error rate (% of requests)",
             &lines,
             false,
             &|v| format!("{}%", short(v)),
             &|v| format!("{v:.2}%"),
+            &marks,
         ));
     }
     for (metric, title) in [

@@ -18,12 +18,14 @@
 //!   validated reader. Method: `docs/quick-mode.md`.
 //! - [`html`]: `volley report`: one self-contained HTML page (inline CSS and SVG, no script, no
 //!   network) for one or more runs. Layout: `docs/report.md`.
+//! - [`events`]: a run's faults as marks on the charts and a table.
 //! - [`svg`]: the hand-written SVG line and bar charts the report uses.
 //! - [`fmt`]: HTML escaping (numbers are formatted by `volley_metrics::fmt`).
 
 pub mod ab;
 pub mod ab_file;
 pub mod compare;
+pub mod events;
 pub mod fmt;
 pub mod html;
 pub mod stats;

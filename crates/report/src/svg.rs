@@ -125,6 +125,15 @@ fn legend(o: &mut String, items: &[(&str, &str, Option<&str>)]) {
     o.push_str("</div>");
 }
 
+/// A fault (or other event) drawn on a chart: a shaded window, or a dashed line when it has
+/// no end.
+pub struct Mark {
+    pub from_s: f64,
+    pub to_s: Option<f64>,
+    /// The tooltip.
+    pub label: String,
+}
+
 /// A line chart over time. `tick` formats axis labels, `val` tooltip values; `binary` makes
 /// the value axis step in powers of 1024 (bytes).
 pub fn line_chart(
@@ -133,6 +142,18 @@ pub fn line_chart(
     binary: bool,
     tick: &dyn Fn(f64) -> String,
     val: &dyn Fn(f64) -> String,
+) -> String {
+    line_chart_marked(title, lines, binary, tick, val, &[])
+}
+
+/// [`line_chart`] with fault windows marked on the time axis.
+pub fn line_chart_marked(
+    title: &str,
+    lines: &[Line],
+    binary: bool,
+    tick: &dyn Fn(f64) -> String,
+    val: &dyn Fn(f64) -> String,
+    marks: &[Mark],
 ) -> String {
     let mut o = String::new();
     frame(&mut o, title);
@@ -174,6 +195,23 @@ pub fn line_chart(
         W - RIGHT,
         H - 3.0
     );
+    for m in marks {
+        let x0 = sx(m.from_s.clamp(0.0, xtop));
+        let _ = match m.to_s {
+            Some(to) => write!(
+                o,
+                "<rect class=\"mark\" x=\"{x0:.1}\" y=\"{TOP}\" width=\"{:.1}\" height=\"{ph:.1}\" fill=\"#d55e00\" fill-opacity=\"0.13\"><title>{}</title></rect>",
+                (sx(to.clamp(0.0, xtop)) - x0).max(1.5),
+                esc(&m.label)
+            ),
+            None => write!(
+                o,
+                "<line class=\"mark\" x1=\"{x0:.1}\" x2=\"{x0:.1}\" y1=\"{TOP}\" y2=\"{:.1}\" stroke=\"#d55e00\" stroke-dasharray=\"4 3\"><title>{}</title></line>",
+                TOP + ph,
+                esc(&m.label)
+            ),
+        };
+    }
     for l in lines {
         let pts: Vec<String> = l
             .points
