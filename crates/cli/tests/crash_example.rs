@@ -27,7 +27,9 @@ fn harness(name: &str, ack_early: bool) -> (Option<i32>, String) {
 
 /// `lost: N` of the verify report.
 fn lost(text: &str) -> u64 {
-    let at = text.find(", lost: ").unwrap_or_else(|| panic!("no report:\n{text}"));
+    let at = text
+        .find(", lost: ")
+        .unwrap_or_else(|| panic!("no report:\n{text}"));
     text[at + 8..]
         .split(|c: char| !c.is_ascii_digit())
         .next()

@@ -18,24 +18,47 @@ fn proxy_latency_shows_in_p50_by_the_configured_amount() {
     let t = target();
     let proxy = proxy_flag(t.local_addr());
     let url = "http://${VOLLEY_PROXY_API}/";
-    let base = run(&["http", url, "-n", "60", "-c", "2", "--json", "--proxy", &proxy]);
+    let base = run(&[
+        "http", url, "-n", "60", "-c", "2", "--json", "--proxy", &proxy,
+    ]);
     assert_eq!(base.status.code(), Some(0), "{}", stderr(&base));
     let slow = run(&[
-        "http", url, "-n", "60", "-c", "2", "--json", "--proxy", &proxy, "--fault",
+        "http",
+        url,
+        "-n",
+        "60",
+        "-c",
+        "2",
+        "--json",
+        "--proxy",
+        &proxy,
+        "--fault",
         "at=0s,proxy=api,latency=40ms",
     ]);
     assert_eq!(slow.status.code(), Some(0), "{}", stderr(&slow));
     // Measured against the no-fault p50 of the same test: the added latency, ±15 ms.
     let added = p50(&slow) - p50(&base);
-    assert!((25.0..=55.0).contains(&added), "p50 rose by {added} ms, configured 40 ms");
+    assert!(
+        (25.0..=55.0).contains(&added),
+        "p50 rose by {added} ms, configured 40 ms"
+    );
 }
 
 #[test]
 fn a_reset_fault_shows_as_the_reset_error_class() {
     let t = target();
     let o = run(&[
-        "http", "http://${VOLLEY_PROXY_API}/", "-n", "20", "-c", "2", "--json", "--proxy",
-        &proxy_flag(t.local_addr()), "--fault", "at=0s,proxy=api,reset",
+        "http",
+        "http://${VOLLEY_PROXY_API}/",
+        "-n",
+        "20",
+        "-c",
+        "2",
+        "--json",
+        "--proxy",
+        &proxy_flag(t.local_addr()),
+        "--fault",
+        "at=0s,proxy=api,reset",
     ]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let errors = &json(&o)["errors"];
@@ -49,9 +72,21 @@ fn a_black_hole_shows_as_the_timeout_error_class() {
     let dir = scratch("blackhole");
     let save = dir.join("r.json");
     let o = run(&[
-        "http", "http://${VOLLEY_PROXY_API}/", "-n", "4", "-c", "2", "--timeout", "300ms",
-        "--json", "--proxy", &proxy_flag(t.local_addr()), "--fault", "at=0s,proxy=api,blackhole",
-        "--save", save.to_str().unwrap(),
+        "http",
+        "http://${VOLLEY_PROXY_API}/",
+        "-n",
+        "4",
+        "-c",
+        "2",
+        "--timeout",
+        "300ms",
+        "--json",
+        "--proxy",
+        &proxy_flag(t.local_addr()),
+        "--fault",
+        "at=0s,proxy=api,blackhole",
+        "--save",
+        save.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let errors = &json(&o)["errors"];
@@ -128,15 +163,37 @@ fn a_service_killed_and_restarted_mid_load_fails_in_the_window_and_recovers() {
 #[test]
 fn bad_fault_words_are_usage_errors_naming_the_token() {
     let o = run(&[
-        "http", "http://127.0.0.1:9/", "-n", "1", "--fault", "at=1s,proxy=api,latncy=5ms",
+        "http",
+        "http://127.0.0.1:9/",
+        "-n",
+        "1",
+        "--fault",
+        "at=1s,proxy=api,latncy=5ms",
     ]);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
-    assert!(e.contains("'latncy=5ms': unknown key") && e.contains("hint:"), "{e}");
-    let o = run(&["http", "http://127.0.0.1:9/", "-n", "1", "--fault", "at=1s,proxy=api,reset"]);
+    assert!(
+        e.contains("'latncy=5ms': unknown key") && e.contains("hint:"),
+        "{e}"
+    );
+    let o = run(&[
+        "http",
+        "http://127.0.0.1:9/",
+        "-n",
+        "1",
+        "--fault",
+        "at=1s,proxy=api,reset",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--proxy api="), "{}", stderr(&o));
-    let o = run(&["http", "http://127.0.0.1:9/", "-n", "1", "--proxy", "api=127.0.0.1:0"]);
+    let o = run(&[
+        "http",
+        "http://127.0.0.1:9/",
+        "-n",
+        "1",
+        "--proxy",
+        "api=127.0.0.1:0",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("'->'"), "{}", stderr(&o));
 }
@@ -177,16 +234,34 @@ fn the_ledger_records_acks_and_verify_fails_on_a_loss() {
     assert!(text.contains(r#""id":"k4""#), "{text}");
     let verify = |lose: &str| {
         volley()
-            .args(["verify", "--ledger", ledger.to_str().unwrap(), "--", "sh", "-c", VERIFIER])
+            .args([
+                "verify",
+                "--ledger",
+                ledger.to_str().unwrap(),
+                "--",
+                "sh",
+                "-c",
+                VERIFIER,
+            ])
             .env("LOSE", lose)
             .output()
             .unwrap()
     };
     let ok = verify("");
     assert_eq!(ok.status.code(), Some(0), "{}{}", stdout(&ok), stderr(&ok));
-    assert!(stdout(&ok).contains("acknowledged: 5, verified: 5, lost: 0"), "{}", stdout(&ok));
+    assert!(
+        stdout(&ok).contains("acknowledged: 5, verified: 5, lost: 0"),
+        "{}",
+        stdout(&ok)
+    );
     let bad = verify("k1 k3");
-    assert_eq!(bad.status.code(), Some(6), "{}{}", stdout(&bad), stderr(&bad));
+    assert_eq!(
+        bad.status.code(),
+        Some(6),
+        "{}{}",
+        stdout(&bad),
+        stderr(&bad)
+    );
     assert!(stdout(&bad).contains("lost: 2"), "{}", stdout(&bad));
     assert!(stdout(&bad).contains("lost: k1, k3"), "{}", stdout(&bad));
     // A verifier that says nothing proves nothing: everything counts as lost.
@@ -204,5 +279,9 @@ fn ledger_ack_without_a_ledger_is_a_script_error_with_a_hint() {
     let script = dir.join("acks.js");
     std::fs::write(&script, ACK_SCRIPT).unwrap();
     let o = run(&["run", script.to_str().unwrap(), "-q"]);
-    assert!(stderr(&o).contains("give --ledger FILE or options.ledger"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("give --ledger FILE or options.ledger"),
+        "{}",
+        stderr(&o)
+    );
 }

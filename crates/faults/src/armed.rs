@@ -36,7 +36,11 @@ impl ProxySpec {
         let bad = |m: &str| format!("--proxy '{s}': {m}\n  hint: {PROXY_HINT}");
         let (name, rest) = s.split_once('=').ok_or_else(|| bad("no NAME="))?;
         let name = name.trim();
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
             return Err(bad("NAME must be letters, digits, '_' or '-'"));
         }
         let (listen, upstream) = rest.split_once("->").ok_or_else(|| bad("no '->'"))?;
@@ -58,7 +62,13 @@ impl ProxySpec {
     pub fn env_name(name: &str) -> String {
         let up: String = name
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                }
+            })
             .collect();
         format!("VOLLEY_PROXY_{up}")
     }
@@ -108,7 +118,10 @@ impl Armed {
                 return Err(ArmError::Usage(format!("--proxy {}: given twice", s.name)));
             }
             let h = Proxy::start(s.listen, s.upstream).map_err(|e| {
-                ArmError::Failure(format!("--proxy {}: cannot listen on {}: {e}", s.name, s.listen))
+                ArmError::Failure(format!(
+                    "--proxy {}: cannot listen on {}: {e}",
+                    s.name, s.listen
+                ))
             })?;
             let h = Arc::new(h);
             by_name.insert(s.name.clone(), h.clone());
@@ -139,7 +152,9 @@ impl Armed {
     pub fn expand(&self, s: &str) -> String {
         let mut out = s.to_string();
         for (k, v) in self.env() {
-            out = out.replace(&format!("${{{k}}}"), &v).replace(&format!("${k}"), &v);
+            out = out
+                .replace(&format!("${{{k}}}"), &v)
+                .replace(&format!("${k}"), &v);
         }
         out
     }
@@ -208,6 +223,9 @@ mod tests {
         let a = Armed::arm(&[], &["api=127.0.0.1:0->127.0.0.1:9".into()], &[], None).unwrap();
         let env = a.env();
         assert_eq!(env[0].0, "VOLLEY_PROXY_API");
-        assert_eq!(a.expand("http://${VOLLEY_PROXY_API}/x"), format!("http://{}/x", env[0].1));
+        assert_eq!(
+            a.expand("http://${VOLLEY_PROXY_API}/x"),
+            format!("http://{}/x", env[0].1)
+        );
     }
 }

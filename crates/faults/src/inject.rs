@@ -328,10 +328,14 @@ mod tests {
     #[test]
     fn unknown_proxies_and_targets_are_refused_with_a_hint() {
         let s = Schedule::parse(&["at=1s,proxy=api,reset"]).unwrap();
-        let e = Injector::new(s, BTreeMap::new(), BTreeMap::new()).err().unwrap();
+        let e = Injector::new(s, BTreeMap::new(), BTreeMap::new())
+            .err()
+            .unwrap();
         assert!(e.contains("--proxy api="), "{e}");
         let s = Schedule::parse(&["at=1s,kill=db"]).unwrap();
-        let e = Injector::new(s, BTreeMap::new(), BTreeMap::new()).err().unwrap();
+        let e = Injector::new(s, BTreeMap::new(), BTreeMap::new())
+            .err()
+            .unwrap();
         assert!(e.contains("--fault-target db="), "{e}");
     }
 

@@ -92,7 +92,12 @@ impl CommandTarget {
             .stdin(Stdio::null())
             .process_group(0)
             .spawn()
-            .map_err(|e| format!("--fault-target {}: cannot start '{}': {e}", self.name, self.command))?;
+            .map_err(|e| {
+                format!(
+                    "--fault-target {}: cannot start '{}': {e}",
+                    self.name, self.command
+                )
+            })?;
         *self.child.lock().unwrap() = Some(child);
         Ok(())
     }

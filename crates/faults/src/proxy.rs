@@ -186,7 +186,14 @@ impl ProxyHandle {
 
     /// Connections a toxic (active or ended) has affected so far.
     pub fn affected(&self, id: ToxicId) -> u64 {
-        let active = self.shared.toxics.lock().unwrap().iter().find(|a| a.id == id).cloned();
+        let active = self
+            .shared
+            .toxics
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|a| a.id == id)
+            .cloned();
         match active {
             Some(a) => a.affected.load(Ordering::Relaxed),
             None => self
@@ -460,9 +467,10 @@ async fn pump<R, W>(
                     };
                     for a in &toxics {
                         match a.toxic {
-                            Toxic::Bandwidth { bytes_per_s, dir: d }
-                                if d.includes(dir) && bytes_per_s > 0 =>
-                            {
+                            Toxic::Bandwidth {
+                                bytes_per_s,
+                                dir: d,
+                            } if d.includes(dir) && bytes_per_s > 0 => {
                                 conn.count(a);
                                 let secs = n as f64 / bytes_per_s as f64;
                                 tokio::time::sleep(Duration::from_secs_f64(secs)).await;

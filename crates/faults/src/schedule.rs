@@ -320,9 +320,9 @@ impl Fault {
                         })?;
                 }
                 "seed" => {
-                    seed = need("1")?.parse().map_err(|_| {
-                        err(token, "expected a whole number".into(), "seed=1")
-                    })?;
+                    seed = need("1")?
+                        .parse()
+                        .map_err(|_| err(token, "expected a whole number".into(), "seed=1"))?;
                 }
                 "jitter" => jitter = dur("20ms")?,
                 "direction" => {
@@ -394,9 +394,11 @@ impl Fault {
                     }
                     let v = need("pid:1234 or a --fault-target name")?;
                     let target = match v.strip_prefix("pid:") {
-                        Some(p) => Target::Pid(p.parse().ok().filter(|p| *p > 0).ok_or_else(
-                            || err(token, "expected a process id".into(), "kill=pid:1234"),
-                        )?),
+                        Some(p) => {
+                            Target::Pid(p.parse().ok().filter(|p| *p > 0).ok_or_else(|| {
+                                err(token, "expected a process id".into(), "kill=pid:1234")
+                            })?)
+                        }
                         None => Target::Named(v.to_string()),
                     };
                     process = Some((token.to_string(), target, op));
@@ -505,7 +507,7 @@ pub fn bytes(s: &str) -> Option<u64> {
         _ => return None,
     };
     let v = n * mult;
-    (v.is_finite() && v >= 0.0 && v < 1e18).then_some(v as u64)
+    (0.0..1e18).contains(&v).then_some(v as u64)
 }
 
 #[cfg(test)]

@@ -130,9 +130,9 @@ pub fn tally<'a>(contents: &Contents, lines: impl IntoIterator<Item = &'a str>) 
 /// Run `cmd` as the verifier of the ledger at `path`; its other output passes through to
 /// stderr.
 pub fn run_command(path: &Path, contents: &Contents, cmd: &[String]) -> Result<Report, String> {
-    let (prog, args) = cmd
-        .split_first()
-        .ok_or("volley verify: no command given\n  hint: volley verify --ledger FILE -- CMD ARGS")?;
+    let (prog, args) = cmd.split_first().ok_or(
+        "volley verify: no command given\n  hint: volley verify --ledger FILE -- CMD ARGS",
+    )?;
     let stdin = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut child = Command::new(prog)
         .args(args)
@@ -157,7 +157,9 @@ pub fn run_command(path: &Path, contents: &Contents, cmd: &[String]) -> Result<R
     };
     let out = collect(Box::new(child.stdout.take().expect("piped")));
     let err = collect(Box::new(child.stderr.take().expect("piped")));
-    let status = child.wait().map_err(|e| format!("verifier '{prog}': {e}"))?;
+    let status = child
+        .wait()
+        .map_err(|e| format!("verifier '{prog}': {e}"))?;
     let mut lines = out.join().unwrap_or_default();
     lines.extend(err.join().unwrap_or_default());
     if lines.is_empty() && !status.success() && !contents.entries.is_empty() {
@@ -201,7 +203,10 @@ mod tests {
                 "verify: verified c",
             ],
         );
-        assert_eq!((r.acknowledged, r.verified, r.corrupted, r.lost), (4, 2, 1, 1));
+        assert_eq!(
+            (r.acknowledged, r.verified, r.corrupted, r.lost),
+            (4, 2, 1, 1)
+        );
         assert_eq!(r.unreported, 1);
         assert!(!r.ok());
         assert!(r.render().contains("lost: 1"), "{}", r.render());

@@ -62,7 +62,10 @@ fn crash_and_verify(name: &str, ack_early: bool) -> Option<verify::Report> {
     let staged = dir.join("t.db.staged");
     let t0 = Instant::now();
     while !staged.exists() {
-        assert!(t0.elapsed() < Duration::from_secs(20), "crashdb never staged its rows");
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "crashdb never staged its rows"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     child.kill().unwrap();
@@ -82,7 +85,12 @@ fn a_sigkill_mid_transaction_keeps_every_acknowledged_row_and_no_uncommitted_one
     let Some(r) = crash_and_verify("c-crash", false) else {
         return;
     };
-    assert_eq!((r.acknowledged, r.verified, r.lost), (20, 20, 0), "{}", r.render());
+    assert_eq!(
+        (r.acknowledged, r.verified, r.lost),
+        (20, 20, 0),
+        "{}",
+        r.render()
+    );
     assert_eq!(r.partial, 0, "uncommitted rows visible: {}", r.render());
     assert!(r.ok());
 }
@@ -92,6 +100,11 @@ fn a_double_that_acks_before_commit_is_caught() {
     let Some(r) = crash_and_verify("c-crash-early", true) else {
         return;
     };
-    assert_eq!((r.acknowledged, r.verified, r.lost), (30, 20, 10), "{}", r.render());
+    assert_eq!(
+        (r.acknowledged, r.verified, r.lost),
+        (30, 20, 10),
+        "{}",
+        r.render()
+    );
     assert!(!r.ok());
 }

@@ -116,7 +116,11 @@ fn slow_close_holds_the_fin() {
     let mut b = [0u8; 16];
     let n = s.read(&mut b).unwrap();
     assert_eq!(n, 0);
-    assert!(t0.elapsed() >= Duration::from_millis(300), "FIN after {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() >= Duration::from_millis(300),
+        "FIN after {:?}",
+        t0.elapsed()
+    );
 }
 
 #[test]
@@ -135,7 +139,11 @@ fn bandwidth_limits_bytes_per_second() {
     let (got, _) = round_trip(&mut s, &[1u8; 20_000]);
     assert_eq!(got.len(), 20_000);
     // 20 kB at 40 kB/s: at least ~0.5 s (a lower bound only: never a speed assertion).
-    assert!(t0.elapsed() >= Duration::from_millis(400), "{:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() >= Duration::from_millis(400),
+        "{:?}",
+        t0.elapsed()
+    );
 }
 
 #[test]

@@ -73,7 +73,10 @@ mod tests {
         let html = crate::render_report(&runs);
         assert!(html.contains("<h2>Faults</h2>"), "{html}");
         assert!(html.contains("api&lt;1&gt;") && html.contains("1,234"));
-        assert!(html.contains("<rect class=\"mark\""), "no mark on the charts");
+        assert!(
+            html.contains("<rect class=\"mark\""),
+            "no mark on the charts"
+        );
         assert!(html.contains("latency=200ms on api&lt;1&gt; 3s–6s"));
     }
 }
