@@ -92,11 +92,14 @@ fn a_black_hole_shows_as_the_timeout_error_class() {
     let errors = &json(&o)["errors"];
     assert!(errors["timeout"].as_u64().unwrap_or(0) > 0, "{errors}");
     // The fault is on the result's timeline, with the connections it held.
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    let r = saved(&save);
     let ev = &r["events"][0];
     assert_eq!(ev["kind"], "blackhole", "{r}");
     assert!(ev["affected"].as_u64().unwrap() >= 2, "{ev}");
+}
+
+fn saved(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// Per second of the saved run: (requests, failed requests).
@@ -145,8 +148,7 @@ fn a_service_killed_and_restarted_mid_load_fails_in_the_window_and_recovers() {
     ]);
     // Requests failed while the service was down: exit 3.
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    let r = saved(&save);
     let ev = &r["events"][0];
     assert_eq!(ev["kind"], "kill", "{r}");
     assert!(ev["error"].is_null(), "{ev}");
@@ -162,40 +164,23 @@ fn a_service_killed_and_restarted_mid_load_fails_in_the_window_and_recovers() {
 
 #[test]
 fn bad_fault_words_are_usage_errors_naming_the_token() {
-    let o = run(&[
-        "http",
-        "http://127.0.0.1:9/",
-        "-n",
-        "1",
-        "--fault",
-        "at=1s,proxy=api,latncy=5ms",
-    ]);
-    assert_eq!(o.status.code(), Some(2));
-    let e = stderr(&o);
-    assert!(
-        e.contains("'latncy=5ms': unknown key") && e.contains("hint:"),
-        "{e}"
-    );
-    let o = run(&[
-        "http",
-        "http://127.0.0.1:9/",
-        "-n",
-        "1",
-        "--fault",
-        "at=1s,proxy=api,reset",
-    ]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("--proxy api="), "{}", stderr(&o));
-    let o = run(&[
-        "http",
-        "http://127.0.0.1:9/",
-        "-n",
-        "1",
-        "--proxy",
-        "api=127.0.0.1:0",
-    ]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("'->'"), "{}", stderr(&o));
+    for (flag, value, says) in [
+        (
+            "--fault",
+            "at=1s,proxy=api,latncy=5ms",
+            "'latncy=5ms': unknown key",
+        ),
+        ("--fault", "at=1s,proxy=api,reset", "--proxy api="),
+        ("--proxy", "api=127.0.0.1:0", "'->'"),
+    ] {
+        let o = run(&["http", "http://127.0.0.1:9/", "-n", "1", flag, value]);
+        assert_eq!(o.status.code(), Some(2), "{flag} {value}");
+        let e = stderr(&o);
+        assert!(
+            e.contains(says) && e.contains("hint:"),
+            "{flag} {value}: {e}"
+        );
+    }
 }
 
 const ACK_SCRIPT: &str = r#"
