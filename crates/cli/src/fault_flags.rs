@@ -25,10 +25,20 @@ pub struct FaultFlags {
     /// FILE as NDJSON, for `volley verify` (scripts may also set options.ledger)
     #[arg(long, value_name = "FILE")]
     pub ledger: Option<PathBuf>,
+    /// volley run: after the load, call the script's exported verify(entries) once with the
+    /// ledger's acknowledged entries; exit 6 if it reports anything lost or corrupted
+    #[arg(long)]
+    pub verify: bool,
 }
 
 /// Open the ledger and arm the faults; `Err` is the exit code (the error is printed).
-pub fn arm(f: &FaultFlags, quiet: bool) -> Result<Armed, i32> {
+/// `script`: `volley run` (only it has a `verify` function to call).
+pub fn arm(f: &FaultFlags, quiet: bool, script: bool) -> Result<Armed, i32> {
+    if f.verify && !script {
+        return Err(exit::usage(
+            "--verify calls a script's verify(entries): use it with volley run (or volley verify -- CMD)",
+        ));
+    }
     let ledger = match &f.ledger {
         Some(p) => Some(volley_faults::ledger::open_global(p).map_err(|e| exit::fail(&e))?),
         None => None,
@@ -52,4 +62,39 @@ pub fn print(lines: &[String], quiet: bool) {
             outln!("{l}");
         }
     }
+}
+
+/// `--verify`: the script's `verify(entries)` against the ledger, and its report. `None`
+/// without `--verify`; else the exit code it decides (0, 6 on any loss, 1 when it could not
+/// run).
+pub fn verify_after(
+    f: &FaultFlags,
+    script: &std::path::Path,
+    env: std::collections::BTreeMap<String, String>,
+    threads: usize,
+    ctl: &volley_engine::RunControl,
+) -> Option<i32> {
+    if !f.verify {
+        return None;
+    }
+    let Some(ledger) = volley_faults::ledger::global() else {
+        return Some(exit::fail(
+            "--verify needs the ledger the run wrote\n  hint: give --ledger FILE (or options.ledger)",
+        ));
+    };
+    let contents = match volley_faults::ledger::read(ledger.path()) {
+        Ok(c) => c,
+        Err(e) => return Some(exit::fail(&e)),
+    };
+    let lines = match volley_js::verify::verify_pass(script, env, &contents.entries, threads, ctl) {
+        Ok(l) => l,
+        Err(e) => return Some(exit::outcome(&e.outcome())),
+    };
+    let report = volley_faults::verify::tally(&contents, lines.iter().map(String::as_str));
+    exit::print(&report.render());
+    Some(if report.ok() {
+        exit::OK
+    } else {
+        volley_run::outcome::code::DATA_LOST
+    })
 }

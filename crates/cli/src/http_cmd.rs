@@ -22,7 +22,7 @@ const MAX_CONNECTIONS: usize = 65_535;
 const MAX_H2_IN_FLIGHT: u64 = 1_000_000;
 
 pub fn run(mut a: HttpArgs) -> i32 {
-    let mut armed = match crate::fault_flags::arm(&a.faults, a.quiet || a.json) {
+    let mut armed = match crate::fault_flags::arm(&a.faults, a.quiet || a.json, false) {
         Ok(f) => f,
         Err(code) => return code,
     };

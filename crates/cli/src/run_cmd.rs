@@ -144,7 +144,7 @@ pub fn run(mut a: RunArgs) -> i32 {
         Ok(o) => o,
         Err(code) => return code,
     };
-    let mut armed = match crate::fault_flags::arm(&a.faults, a.quiet) {
+    let mut armed = match crate::fault_flags::arm(&a.faults, a.quiet, true) {
         Ok(f) => f,
         Err(code) => return code,
     };
@@ -226,6 +226,8 @@ pub fn run(mut a: RunArgs) -> i32 {
         exit::print(&summary.render(summary_mode));
     }
     crate::fault_flags::print(&fault_lines, a.quiet);
+    let env = volley_js::environment(&pairs, k6.system_env);
+    let verified = crate::fault_flags::verify_after(&a.faults, &a.script, env, a.threads, &ctl);
     // A signal while the summary and outputs were written counts too.
     let outcome = after.finish(&fin.result, fin.outcome, ctl.was_interrupted());
     if matches!(outcome, Outcome::Failure(_)) {
@@ -253,5 +255,12 @@ pub fn run(mut a: RunArgs) -> i32 {
             }
         }
     }
-    exit::outcome(&outcome)
+    // A loss found by --verify decides the exit code over the run's own verdict.
+    match verified {
+        Some(code) if code != exit::OK => {
+            exit::outcome(&outcome);
+            code
+        }
+        _ => exit::outcome(&outcome),
+    }
 }

@@ -270,3 +270,55 @@ fn ledger_ack_without_a_ledger_is_a_script_error_with_a_hint() {
         stderr(&o)
     );
 }
+
+const VERIFY_SCRIPT: &str = r#"
+import { ledger } from 'volley/ledger';
+export const options = { iterations: 4, vus: 1 };
+export default function () {
+  ledger.ack('put', `k${__ITER}`, { size: __ITER });
+}
+export function verify(entries) {
+  for (const e of entries) {
+    if (e.id === __ENV.LOSE) ledger.lost(e.id);
+    else if (typeof e.size === 'number') ledger.verified(e.id); // the ack's fields arrive
+  }
+}
+"#;
+
+#[test]
+fn run_verify_calls_the_scripts_verify_with_the_ledger_entries() {
+    let dir = scratch("run-verify");
+    let script = dir.join("v.js");
+    std::fs::write(&script, VERIFY_SCRIPT).unwrap();
+    let go = |lose: &str, ledger: &str| {
+        let l = dir.join(ledger);
+        let o = volley()
+            .args([
+                "run",
+                script.to_str().unwrap(),
+                "-q",
+                "--verify",
+                "--ledger",
+            ])
+            .arg(&l)
+            .args(["-e", &format!("LOSE={lose}")])
+            .output()
+            .unwrap();
+        (o.status.code(), stdout(&o) + &stderr(&o))
+    };
+    let (code, text) = go("", "a.ndjson");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("acknowledged: 4, verified: 4, lost: 0"),
+        "{text}"
+    );
+    let (code, text) = go("k2", "b.ndjson");
+    assert_eq!(code, Some(6), "{text}");
+    assert!(
+        text.contains("verified: 3, lost: 1") && text.contains("lost: k2"),
+        "{text}"
+    );
+    // volley http has no script to call.
+    let o = run(&["http", "http://127.0.0.1:9/", "-n", "1", "--verify"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

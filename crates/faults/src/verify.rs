@@ -127,6 +127,29 @@ pub fn tally<'a>(contents: &Contents, lines: impl IntoIterator<Item = &'a str>) 
     r
 }
 
+/// Verdicts given in-process (a script's `ledger.verified(id)` ...), as verdict lines.
+static VERDICTS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Most in-process verdicts kept (a verifier looping forever cannot exhaust memory).
+const MAX_VERDICTS: usize = 10_000_000;
+
+/// Record a verdict (`verified`, `lost`, `corrupted`, `partial`) on `id`.
+pub fn record_verdict(status: &str, id: &str) -> Result<(), String> {
+    if !matches!(status, "verified" | "lost" | "corrupted" | "partial") {
+        return Err(format!("unknown verdict '{status}'"));
+    }
+    let mut v = VERDICTS.lock().unwrap();
+    if v.len() < MAX_VERDICTS {
+        v.push(format!("verify: {status} {id}"));
+    }
+    Ok(())
+}
+
+/// The verdicts recorded so far (and forget them).
+pub fn take_verdicts() -> Vec<String> {
+    std::mem::take(&mut *VERDICTS.lock().unwrap())
+}
+
 /// Run `cmd` as the verifier of the ledger at `path`; its other output passes through to
 /// stderr.
 pub fn run_command(path: &Path, contents: &Contents, cmd: &[String]) -> Result<Report, String> {

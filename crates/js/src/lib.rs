@@ -27,6 +27,7 @@
 //! - [`options`]: `options.scenarios` or k6's shortcut options (`vus`, `duration`,
 //!   `iterations`, `stages`) and CLI overrides → the engine's
 //!   [`Scenario`](volley_engine::executor::Scenario)s.
+//! - [`verify`]: `--verify`: the script's `verify(entries)` run once after the load.
 //! - [`handle_summary`]: calling the script's `handleSummary(data)` and writing its outputs.
 //! - this file: [`prepare`] (script → options → a [`volley_run::RunSpec`] of the plan, the
 //!   [`vu::JsFactory`], thresholds and outputs, which the caller runs with
@@ -40,6 +41,7 @@ pub(crate) mod modules;
 pub mod options;
 mod rt;
 pub mod script;
+pub mod verify;
 pub mod vu;
 
 pub use options::CliOptions;

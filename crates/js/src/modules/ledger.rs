@@ -1,5 +1,6 @@
 //! The native half of `volley/ledger` (`shims/volley_ledger.js`): `ledger.ack` appends to the
-//! process's ledger ([`volley_faults::ledger`]), opened from `--ledger` or `options.ledger`.
+//! process's ledger ([`volley_faults::ledger`]), opened from `--ledger` or `options.ledger`;
+//! `ledger.verified(id)` & co. record `--verify`'s verdicts ([`volley_faults::verify`]).
 
 use super::throw;
 use rquickjs::{Ctx, Function, Object};
@@ -29,6 +30,12 @@ pub(crate) fn install<'js>(ctx: &Ctx<'js>, v: &Object<'js>) -> rquickjs::Result<
                 l.ack(&kind, &id, fields).map_err(|e| throw(&ctx, &e))
             },
         )?,
+    )?;
+    v.set(
+        "ledgerVerdict",
+        Function::new(ctx.clone(), |ctx: Ctx<'js>, status: String, id: String| {
+            volley_faults::verify::record_verdict(&status, &id).map_err(|e| throw(&ctx, &e))
+        })?,
     )?;
     Ok(())
 }

@@ -11,6 +11,11 @@ export const ledger = {
     const extra = fields === undefined || fields === null ? "{}" : JSON.stringify(fields);
     V.ledgerAck(String(kind), String(id), extra);
   },
+  // Verdicts of the script's verify(entries) (volley run --verify).
+  verified(id) { V.ledgerVerdict("verified", String(id)); },
+  lost(id) { V.ledgerVerdict("lost", String(id)); },
+  corrupted(id) { V.ledgerVerdict("corrupted", String(id)); },
+  partial(name) { V.ledgerVerdict("partial", String(name)); },
 };
 
 export default { ledger };
