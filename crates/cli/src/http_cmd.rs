@@ -81,6 +81,11 @@ pub fn run(mut a: HttpArgs) -> i32 {
     signals::install(ctl.clone());
     let live = !a.quiet && std::io::stderr().is_terminal();
     if let Some(b) = &a.vs {
+        if !a.faults.faults.is_empty() {
+            return exit::usage(
+                "--fault does not apply to --vs rounds: inject faults in a plain run",
+            );
+        }
         if let Err(e) = Target::parse(b) {
             return exit::usage(&format!("--vs: {e}"));
         }
