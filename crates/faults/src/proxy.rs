@@ -391,8 +391,8 @@ async fn pump<R, W>(
     let mut stop2 = stop.clone();
     let reader = async {
         let mut seq = 0u64;
+        let mut buf = vec![0u8; CHUNK];
         loop {
-            let mut buf = vec![0u8; CHUNK];
             let got = tokio::select! {
                 r = r.read(&mut buf) => r,
                 _ = stop2.wait_for(|s| *s) => return,
@@ -403,7 +403,7 @@ async fn pump<R, W>(
                     return;
                 }
                 Ok(n) => {
-                    buf.truncate(n);
+                    let chunk = buf[..n].to_vec();
                     let mut due = Instant::now();
                     for a in conn.toxics() {
                         if let Toxic::Latency {
@@ -419,7 +419,7 @@ async fn pump<R, W>(
                         }
                     }
                     seq += 1;
-                    if tx.send(Msg::Data(due, buf)).await.is_err() {
+                    if tx.send(Msg::Data(due, chunk)).await.is_err() {
                         return;
                     }
                 }
@@ -448,7 +448,11 @@ async fn pump<R, W>(
                 Some(Msg::Data(due, buf)) => {
                     // Never before the chunk ahead of it: jitter does not reorder.
                     last = last.max(due);
-                    tokio::time::sleep_until(last).await;
+                    // A deadline already past still waits for the timer's next millisecond
+                    // tick: only sleep when there is something to wait for.
+                    if last > Instant::now() {
+                        tokio::time::sleep_until(last).await;
+                    }
                     let toxics = conn.toxics();
                     if let Some(a) = toxics.iter().find(|a| matches!(a.toxic, Toxic::Blackhole)) {
                         conn.count(a);
