@@ -102,6 +102,37 @@ fn saved(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+#[test]
+fn an_after_n_trigger_fires_once_that_many_requests_completed() {
+    let t = target();
+    let dir = scratch("after-n");
+    let save = dir.join("r.json");
+    let o = run(&[
+        "http",
+        "http://${VOLLEY_PROXY_API}/",
+        "-z",
+        "3s",
+        "-c",
+        "1",
+        "--quiet",
+        "--proxy",
+        &proxy_flag(t.local_addr()),
+        "--fault",
+        "after=20,for=500ms,proxy=api,latency=1ms",
+        "--fault",
+        "after=100000000,proxy=api,reset",
+        "--save",
+        save.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r = saved(&save);
+    let ev = r["events"].as_array().unwrap();
+    // The first fired (at the first per-second merge), the second never did.
+    assert_eq!(ev.len(), 1, "{r}");
+    assert_eq!(ev[0]["kind"], "latency");
+    assert!(ev[0]["at_s"].as_f64().unwrap() >= 0.9, "{}", ev[0]);
+}
+
 /// Per second of the saved run: (requests, failed requests).
 fn per_second(r: &serde_json::Value) -> Vec<(u64, u64)> {
     r["series"]["points"]

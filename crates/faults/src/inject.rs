@@ -155,15 +155,21 @@ struct Feed(Arc<Inner>);
 
 impl volley_run::Observer for Feed {
     fn tick(&mut self, tick: &volley_engine::vus::Tick<'_>) {
-        let n: f64 = tick
-            .agg
-            .totals()
-            .filter(|(d, _)| d.key.name == volley_metrics::names::ITERATIONS)
-            .map(|(_, a)| match a {
-                volley_metrics::Agg::Counter { sum, .. } => *sum,
-                _ => 0.0,
-            })
-            .sum();
+        let count = |name: &str| -> f64 {
+            tick.agg
+                .totals()
+                .filter(|(d, _)| d.key.name == name)
+                .map(|(_, a)| match a {
+                    volley_metrics::Agg::Counter { sum, .. } => *sum,
+                    _ => 0.0,
+                })
+                .sum()
+        };
+        // Quick mode has no iterations: each request is one.
+        let mut n = count(volley_metrics::names::ITERATIONS);
+        if n == 0.0 {
+            n = count(volley_metrics::names::HTTP_REQS);
+        }
         self.0.iterations.store(n as u64, Ordering::Relaxed);
         // The run's own clock (it started with setup) is the one faults are scheduled on.
         if let Some(t) = Instant::now().checked_sub(tick.elapsed) {
