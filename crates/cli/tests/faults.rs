@@ -133,6 +133,53 @@ fn an_after_n_trigger_fires_once_that_many_requests_completed() {
     assert!(ev[0]["at_s"].as_f64().unwrap() >= 0.9, "{}", ev[0]);
 }
 
+#[test]
+fn a_script_reaches_the_proxy_through_its_env_and_the_fault_is_summarised() {
+    let t = target();
+    let dir = scratch("script-proxy");
+    let script = dir.join("p.js");
+    std::fs::write(
+        &script,
+        r#"import http from 'k6/http';
+export const options = { iterations: 3, vus: 1 };
+export default function () { http.get(`http://${__ENV.VOLLEY_PROXY_API}/get`); }"#,
+    )
+    .unwrap();
+    let save = dir.join("r.json");
+    let o = run(&[
+        "run",
+        script.to_str().unwrap(),
+        "--proxy",
+        &proxy_flag(t.local_addr()),
+        "--fault",
+        "at=0s,proxy=api,latency=1ms",
+        "--save",
+        save.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("volley: proxy api listening on 127.0.0.1:"));
+    assert!(
+        stdout(&o).contains("fault: latency=1ms on api 0s–"),
+        "{}",
+        stdout(&o)
+    );
+    let r = saved(&save);
+    let reqs = r["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["name"] == "http_reqs")
+        .map(|m| {
+            m["value"]["sum"]
+                .as_f64()
+                .or(m["sum"].as_f64())
+                .unwrap_or(0.0)
+        })
+        .sum::<f64>();
+    assert_eq!(reqs, 3.0, "{}", r["metrics"]);
+    assert_eq!(r["events"][0]["affected"], 1, "{}", r["events"]);
+}
+
 /// Per second of the saved run: (requests, failed requests).
 fn per_second(r: &serde_json::Value) -> Vec<(u64, u64)> {
     r["series"]["points"]
