@@ -169,12 +169,7 @@ export default function () { http.get(`http://${__ENV.VOLLEY_PROXY_API}/get`); }
         .unwrap()
         .iter()
         .filter(|m| m["name"] == "http_reqs")
-        .map(|m| {
-            m["value"]["sum"]
-                .as_f64()
-                .or(m["sum"].as_f64())
-                .unwrap_or(0.0)
-        })
+        .map(|m| m["sum"].as_f64().unwrap())
         .sum::<f64>();
     assert_eq!(reqs, 3.0, "{}", r["metrics"]);
     assert_eq!(r["events"][0]["affected"], 1, "{}", r["events"]);
