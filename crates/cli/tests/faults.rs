@@ -9,32 +9,29 @@ fn proxy_flag(upstream: std::net::SocketAddr) -> String {
     format!("api=127.0.0.1:0->{upstream}")
 }
 
+/// `volley http` through a proxy named `api` in front of `t`, with `args` (and `--fault`s).
+fn via_proxy(t: &volley_testserver::RunningTarget, args: &[&str]) -> std::process::Output {
+    let proxy = proxy_flag(t.local_addr());
+    let mut all = vec!["http", "http://${VOLLEY_PROXY_API}/", "--proxy", &proxy];
+    all.extend_from_slice(args);
+    run(&all)
+}
+
 fn p50(o: &std::process::Output) -> f64 {
     json(o)["latency_ms"]["p50"].as_f64().unwrap()
+}
+
+fn saved(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 #[test]
 fn proxy_latency_shows_in_p50_by_the_configured_amount() {
     let t = target();
-    let proxy = proxy_flag(t.local_addr());
-    let url = "http://${VOLLEY_PROXY_API}/";
-    let base = run(&[
-        "http", url, "-n", "60", "-c", "2", "--json", "--proxy", &proxy,
-    ]);
+    let base = via_proxy(&t, &["-n", "60", "-c", "2", "--json"]);
     assert_eq!(base.status.code(), Some(0), "{}", stderr(&base));
-    let slow = run(&[
-        "http",
-        url,
-        "-n",
-        "60",
-        "-c",
-        "2",
-        "--json",
-        "--proxy",
-        &proxy,
-        "--fault",
-        "at=0s,proxy=api,latency=40ms",
-    ]);
+    let fault = ["--fault", "at=0s,proxy=api,latency=40ms"];
+    let slow = via_proxy(&t, &["-n", "60", "-c", "2", "--json", fault[0], fault[1]]);
     assert_eq!(slow.status.code(), Some(0), "{}", stderr(&slow));
     // Measured against the no-fault p50 of the same test: the added latency, ±15 ms.
     let added = p50(&slow) - p50(&base);
@@ -47,19 +44,18 @@ fn proxy_latency_shows_in_p50_by_the_configured_amount() {
 #[test]
 fn a_reset_fault_shows_as_the_reset_error_class() {
     let t = target();
-    let o = run(&[
-        "http",
-        "http://${VOLLEY_PROXY_API}/",
-        "-n",
-        "20",
-        "-c",
-        "2",
-        "--json",
-        "--proxy",
-        &proxy_flag(t.local_addr()),
-        "--fault",
-        "at=0s,proxy=api,reset",
-    ]);
+    let o = via_proxy(
+        &t,
+        &[
+            "-n",
+            "20",
+            "-c",
+            "2",
+            "--json",
+            "--fault",
+            "at=0s,proxy=api,reset",
+        ],
+    );
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let errors = &json(&o)["errors"];
     assert!(errors["reset"].as_u64().unwrap_or(0) > 0, "{errors}");
@@ -69,25 +65,23 @@ fn a_reset_fault_shows_as_the_reset_error_class() {
 #[test]
 fn a_black_hole_shows_as_the_timeout_error_class() {
     let t = target();
-    let dir = scratch("blackhole");
-    let save = dir.join("r.json");
-    let o = run(&[
-        "http",
-        "http://${VOLLEY_PROXY_API}/",
-        "-n",
-        "4",
-        "-c",
-        "2",
-        "--timeout",
-        "300ms",
-        "--json",
-        "--proxy",
-        &proxy_flag(t.local_addr()),
-        "--fault",
-        "at=0s,proxy=api,blackhole",
-        "--save",
-        save.to_str().unwrap(),
-    ]);
+    let save = scratch("blackhole").join("r.json");
+    let o = via_proxy(
+        &t,
+        &[
+            "-n",
+            "4",
+            "-c",
+            "2",
+            "--timeout",
+            "300ms",
+            "--json",
+            "--fault",
+            "at=0s,proxy=api,blackhole",
+            "--save",
+            save.to_str().unwrap(),
+        ],
+    );
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let errors = &json(&o)["errors"];
     assert!(errors["timeout"].as_u64().unwrap_or(0) > 0, "{errors}");
@@ -98,32 +92,26 @@ fn a_black_hole_shows_as_the_timeout_error_class() {
     assert!(ev["affected"].as_u64().unwrap() >= 2, "{ev}");
 }
 
-fn saved(path: &std::path::Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
 #[test]
 fn an_after_n_trigger_fires_once_that_many_requests_completed() {
     let t = target();
-    let dir = scratch("after-n");
-    let save = dir.join("r.json");
-    let o = run(&[
-        "http",
-        "http://${VOLLEY_PROXY_API}/",
-        "-z",
-        "3s",
-        "-c",
-        "1",
-        "--quiet",
-        "--proxy",
-        &proxy_flag(t.local_addr()),
-        "--fault",
-        "after=20,for=500ms,proxy=api,latency=1ms",
-        "--fault",
-        "after=100000000,proxy=api,reset",
-        "--save",
-        save.to_str().unwrap(),
-    ]);
+    let save = scratch("after-n").join("r.json");
+    let o = via_proxy(
+        &t,
+        &[
+            "-z",
+            "3s",
+            "-c",
+            "1",
+            "--quiet",
+            "--fault",
+            "after=20,for=500ms,proxy=api,latency=1ms",
+            "--fault",
+            "after=100000000,proxy=api,reset",
+            "--save",
+            save.to_str().unwrap(),
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let r = saved(&save);
     let ev = r["events"].as_array().unwrap();
