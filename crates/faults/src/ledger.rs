@@ -14,6 +14,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 /// Longest ledger line read back (1 MiB): a longer one is an error, not an allocation.
 const MAX_LINE: usize = 1 << 20;
+/// Most entries read back (10 million, a few GB of memory at most): a larger ledger is an
+/// error naming the limit.
+pub const MAX_ENTRIES: usize = 10_000_000;
 
 /// An open ledger file.
 pub struct Ledger {
@@ -187,6 +190,12 @@ pub fn read(path: &Path) -> Result<Contents, String> {
                  id, fields)"
             ));
         };
+        if out.entries.len() == MAX_ENTRIES {
+            return Err(format!(
+                "{name}:{line_no}: more than {MAX_ENTRIES} entries, the most Volley verifies at \
+                 once\n  hint: split the run, or give each run its own --ledger"
+            ));
+        }
         out.entries.push(Entry {
             kind,
             id,
