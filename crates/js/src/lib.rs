@@ -361,6 +361,11 @@ pub fn prepare(
         monitor: cli.monitor.clone(),
         sample_sink: None,
         series_guard: Some(series_guard),
+        segment: None,
+    };
+    let plan = match &resolved.segment {
+        Some(t) => plan.segmented(t.clone()),
+        None => plan,
     };
     let factory = Arc::new(vu::JsFactory {
         shared: script.shared.clone(),

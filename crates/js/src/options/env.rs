@@ -55,6 +55,12 @@ const ENV_OPTIONS: &[(&str, &str, Kind)] = &[
     ("K6_NO_SETUP", "noSetup", Kind::Bool),
     ("K6_NO_TEARDOWN", "noTeardown", Kind::Bool),
     ("K6_NO_COOKIES_RESET", "noCookiesReset", Kind::Bool),
+    ("K6_EXECUTION_SEGMENT", "executionSegment", Kind::Str),
+    (
+        "K6_EXECUTION_SEGMENT_SEQUENCE",
+        "executionSegmentSequence",
+        Kind::Str,
+    ),
 ];
 
 /// The `K6_*` names read by [`from_env`] (for the docs and `--help`).
