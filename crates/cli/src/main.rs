@@ -8,6 +8,7 @@ macro_rules! outln {
     ($($t:tt)*) => { $crate::exit::print(&format!("{}\n", format_args!($($t)*))) };
 }
 
+mod archive_cmd;
 mod args;
 mod dashboard_cmd;
 mod demo;
@@ -16,6 +17,7 @@ mod exit;
 mod history_cmd;
 mod http_cmd;
 mod k6_flags;
+mod merge_cmd;
 mod monitor_cmd;
 mod report_cmd;
 mod run_cmd;
@@ -64,6 +66,9 @@ fn main() {
         args::Command::Compare(a) => report_cmd::compare(a),
         args::Command::Monitor(a) => monitor_cmd::run(a),
         args::Command::History(a) => history_cmd::list(a),
+        args::Command::Archive(a) => archive_cmd::archive(*a),
+        args::Command::Inspect(a) => archive_cmd::inspect(*a),
+        args::Command::Merge(a) => merge_cmd::run(a),
     };
     std::process::exit(code);
 }
