@@ -36,7 +36,13 @@ pub struct ScriptArgs {
 #[derive(Args, Debug)]
 pub struct ArchiveArgs {
     /// Where to write the archive (k6: -O/--archive-out)
-    #[arg(short = 'o', long, visible_alias = "archive-out", short_alias = 'O', default_value = "archive.tar")]
+    #[arg(
+        short = 'o',
+        long,
+        visible_alias = "archive-out",
+        short_alias = 'O',
+        default_value = "archive.tar"
+    )]
     pub output: PathBuf,
     #[command(flatten)]
     pub script: ScriptArgs,

@@ -88,7 +88,8 @@ impl Ratio {
     /// `o - self` for `self ≤ o`.
     fn until(self, o: Ratio) -> Ratio {
         let den = self.den as u128 * o.den as u128 / gcd(self.den, o.den) as u128;
-        let num = o.num as u128 * (den / o.den as u128) - self.num as u128 * (den / self.den as u128);
+        let num =
+            o.num as u128 * (den / o.den as u128) - self.num as u128 * (den / self.den as u128);
         let g = gcd_u128(num, den).max(1);
         Ratio {
             num: (num / g) as u64,
@@ -280,9 +281,9 @@ impl Tuple {
             None => Segment::WHOLE,
         };
         let seq = match sequence.filter(|s| !s.trim().is_empty()) {
-            Some(s) => {
-                Some(Sequence::parse(s).map_err(|e| format!("execution segment sequence '{s}': {e}"))?)
-            }
+            Some(s) => Some(
+                Sequence::parse(s).map_err(|e| format!("execution segment sequence '{s}': {e}"))?,
+            ),
             None => None,
         };
         Tuple::new(seg, seq.as_ref())
@@ -405,7 +406,9 @@ mod tests {
 
     fn all(seq: &str) -> Vec<Tuple> {
         let s = Sequence::parse(seq).unwrap();
-        s.0.iter().map(|g| Tuple::new(*g, Some(&s)).unwrap()).collect()
+        s.0.iter()
+            .map(|g| Tuple::new(*g, Some(&s)).unwrap())
+            .collect()
     }
 
     #[test]
@@ -499,7 +502,10 @@ mod tests {
             for tu in all(&seq.join(",")) {
                 for n in 0..300u64 {
                     let got = tu.scale(n);
-                    assert!(got == n / parts || got == n.div_ceil(parts), "{tu} n={n}: {got}");
+                    assert!(
+                        got == n / parts || got == n.div_ceil(parts),
+                        "{tu} n={n}: {got}"
+                    );
                 }
             }
         }

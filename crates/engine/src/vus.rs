@@ -583,10 +583,10 @@ async fn run_iteration<F: VuFactory>(
 
 mod coordinate;
 mod drive;
-mod state;
-mod stop;
 #[cfg(test)]
 mod segment_tests;
+mod state;
+mod stop;
 #[cfg(test)]
 mod tests;
 mod worker;

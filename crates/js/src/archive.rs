@@ -72,10 +72,15 @@ pub fn create(
 ) -> Result<Archive, String> {
     let main = absolute(path);
     let script = script::load(Path::new(&main), env.clone()).map_err(|ScriptError(e)| e)?;
-    let opts = options::env::for_run(&script.options, cli);
+    let opts = with_shortcuts(options::env::for_run(&script.options, cli), cli);
     options::resolve(&opts, cli).map_err(|e| format!("invalid options: {e}"))?;
     let mut files = Files::new();
-    let modules = script.shared.bytecode.get().into_iter().flat_map(|m| m.keys());
+    let modules = script
+        .shared
+        .bytecode
+        .get()
+        .into_iter()
+        .flat_map(|m| m.keys());
     let user = modules.filter(|n| !script::BUILTINS.iter().any(|(b, _)| b == n));
     for name in user {
         let b = script::read_capped(Path::new(name), script::MAX_SCRIPT_BYTES)
@@ -93,10 +98,44 @@ pub fn create(
     })
 }
 
+/// `-u -d -i` written into the options (the archive keeps them, as k6's): a shortcut given
+/// replaces the script's `duration`, `iterations`, `stages` and `scenarios`, as in k6.
+fn with_shortcuts(mut opts: Value, cli: &CliOptions) -> Value {
+    let given = [
+        ("vus", cli.vus.map(Value::from)),
+        (
+            "duration",
+            cli.duration
+                .map(|d| volley_engine::executor::fmt_duration(d).into()),
+        ),
+        ("iterations", cli.iterations.map(Value::from)),
+    ];
+    if given.iter().all(|(_, v)| v.is_none()) {
+        return opts;
+    }
+    if !opts.is_object() {
+        opts = json!({});
+    }
+    let o = opts.as_object_mut().expect("made an object above");
+    if cli.duration.is_some() || cli.iterations.is_some() {
+        for k in ["duration", "iterations", "stages", "scenarios"] {
+            o.remove(k);
+        }
+    }
+    for (k, v) in given {
+        if let Some(v) = v {
+            o.insert(k.into(), v);
+        }
+    }
+    opts
+}
+
 /// Write `a` as k6's tar layout to `out` (through a temporary file, renamed when complete).
 pub fn write(a: &Archive, out: &Path) -> Result<(), String> {
     let name = out.display();
-    let dir = Path::new(&a.main).parent().map(|d| d.to_string_lossy().into_owned());
+    let dir = Path::new(&a.main)
+        .parent()
+        .map(|d| d.to_string_lossy().into_owned());
     let meta = json!({
         "type": "js",
         "filename": format!("file://{}", a.main),
@@ -118,15 +157,19 @@ pub fn write(a: &Archive, out: &Path) -> Result<(), String> {
         t.append_data(&mut h, path, data)
     };
     let meta = serde_json::to_vec_pretty(&meta).unwrap_or_default();
-    let main = a.files.get(&a.main).map(|b| b.as_slice()).unwrap_or_default();
+    let main = a
+        .files
+        .get(&a.main)
+        .map(|b| b.as_slice())
+        .unwrap_or_default();
     let mut names: Vec<&String> = a.files.keys().collect();
     names.sort();
     let written = add("metadata.json", &meta)
         .and_then(|_| add("data", main))
         .and_then(|_| {
-            names.iter().try_for_each(|p| {
-                add(&format!("file/{}", p.trim_start_matches('/')), &a.files[*p])
-            })
+            names
+                .iter()
+                .try_for_each(|p| add(&format!("file/{}", p.trim_start_matches('/')), &a.files[*p]))
         })
         .and_then(|_| t.into_inner())
         .and_then(|mut w| std::io::Write::flush(&mut w));
@@ -172,12 +215,19 @@ pub fn read(path: &Path) -> Result<Archive, String> {
         if !e.header().entry_type().is_file() {
             continue;
         }
-        let p = e.path().map_err(|e| bad(e.to_string()))?.to_string_lossy().into_owned();
+        let p = e
+            .path()
+            .map_err(|e| bad(e.to_string()))?
+            .to_string_lossy()
+            .into_owned();
         if e.size() > script::MAX_OPEN_BYTES {
-            return Err(bad(format!("{p}: larger than the 256 MiB limit for one file")));
+            return Err(bad(format!(
+                "{p}: larger than the 256 MiB limit for one file"
+            )));
         }
         let mut b = Vec::with_capacity(e.size() as usize);
-        e.read_to_end(&mut b).map_err(|e| bad(format!("{p}: {e}")))?;
+        e.read_to_end(&mut b)
+            .map_err(|e| bad(format!("{p}: {e}")))?;
         match p.as_str() {
             "metadata.json" => meta = Some(b),
             "data" => data = Some(b),
@@ -190,11 +240,13 @@ pub fn read(path: &Path) -> Result<Archive, String> {
         }
     }
     let meta = meta.ok_or_else(|| bad("no metadata.json: not a k6 or Volley archive".into()))?;
-    let meta: Value = serde_json::from_slice(&meta).map_err(|e| {
-        bad(format!("metadata.json:{}:{}: {e}", e.line(), e.column()))
-    })?;
+    let meta: Value = serde_json::from_slice(&meta)
+        .map_err(|e| bad(format!("metadata.json:{}:{}: {e}", e.line(), e.column())))?;
     if meta["type"].as_str().is_some_and(|t| t != "js") {
-        return Err(bad(format!("archives of type {} cannot be run", meta["type"])));
+        return Err(bad(format!(
+            "archives of type {} cannot be run",
+            meta["type"]
+        )));
     }
     let filename = meta["filename"]
         .as_str()
@@ -205,12 +257,19 @@ pub fn read(path: &Path) -> Result<Archive, String> {
         files.entry(main.clone()).or_insert_with(|| Arc::new(d));
     }
     if !files.contains_key(&main) {
-        return Err(bad(format!("the entry script {main} is not in the archive")));
+        return Err(bad(format!(
+            "the entry script {main} is not in the archive"
+        )));
     }
     let env = match &meta["env"] {
         Value::Object(m) => m
             .iter()
-            .map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_string)))
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    v.as_str().map_or_else(|| v.to_string(), str::to_string),
+                )
+            })
             .collect(),
         _ => BTreeMap::new(),
     };

@@ -31,7 +31,9 @@ const SEGMENT_KEYS: &[&str] = &["executionSegment", "executionSegmentSequence"];
 /// result. `force` skips the same-test checks (never the mode check).
 pub fn merge(inputs: &[(&str, &RunResult)], force: bool) -> Result<RunResult, MergeError> {
     let Some(&(first_label, first)) = inputs.first() else {
-        return Err(MergeError("nothing to merge: give at least one result".into()));
+        return Err(MergeError(
+            "nothing to merge: give at least one result".into(),
+        ));
     };
     for &(label, r) in &inputs[1..] {
         if r.meta.mode != first.meta.mode {
@@ -104,7 +106,10 @@ fn same_test(a: (&str, &RunResult), b: (&str, &RunResult)) -> Result<(), MergeEr
 fn distinct_segments(inputs: &[(&str, &RunResult)]) -> Result<(), MergeError> {
     let mut seen: BTreeMap<String, &str> = BTreeMap::new();
     for &(label, r) in inputs {
-        let seg = r.options.pointer("/script/executionSegment").and_then(Value::as_str);
+        let seg = r
+            .options
+            .pointer("/script/executionSegment")
+            .and_then(Value::as_str);
         let Some(seg) = seg.filter(|s| !s.is_empty()) else {
             continue;
         };
@@ -216,7 +221,11 @@ fn merge_series<'a>(results: impl Iterator<Item = &'a RunResult> + Clone) -> Ser
         .map(|r| r.series.max_points)
         .max()
         .unwrap_or(crate::series::DEFAULT_MAX_POINTS);
-    let width = results.clone().map(|r| r.series.bucket_s).max().unwrap_or(1);
+    let width = results
+        .clone()
+        .map(|r| r.series.bucket_s)
+        .max()
+        .unwrap_or(1);
     let mut out = Series::new(max_points);
     while out.bucket_s < width {
         out.bucket_s *= 2;
@@ -340,7 +349,14 @@ mod tests {
             n: 3,
         };
         let metrics = vec![
-            total("http_reqs", MetricKind::Counter, Agg::Counter { sum: 3.0 * reqs, n: 3 }),
+            total(
+                "http_reqs",
+                MetricKind::Counter,
+                Agg::Counter {
+                    sum: 3.0 * reqs,
+                    n: 3,
+                },
+            ),
             total("vus", MetricKind::Gauge, gauge(vus)),
         ];
         let mut series = Series::new(100);
@@ -421,7 +437,10 @@ mod tests {
         let mut b = instance("1/2:1", 1000, 1.0, 1.0);
         b.options["script"]["vus"] = json!(8);
         let e = merge(&[("a.json", &a), ("b.json", &b)], false).unwrap_err();
-        assert!(e.0.contains("a.json and b.json ran with different options"), "{e}");
+        assert!(
+            e.0.contains("a.json and b.json ran with different options"),
+            "{e}"
+        );
         assert!(e.0.contains("--force"), "{e}");
         assert!(merge(&[("a.json", &a), ("b.json", &b)], true).is_ok());
         let e = merge(&[("a.json", &a), ("c.json", &a)], false).unwrap_err();

@@ -124,7 +124,10 @@ fn constant_vus_split_their_vus() {
         duration: Duration::from_millis(300),
     }));
     // 9 VUs in quarters: 3, 2, 2, 2 with ids striped over 1..=9.
-    assert_eq!(vus.iter().map(BTreeSet::len).collect::<Vec<_>>(), [3, 2, 2, 2]);
+    assert_eq!(
+        vus.iter().map(BTreeSet::len).collect::<Vec<_>>(),
+        [3, 2, 2, 2]
+    );
     partition(&vus, 1..=9);
     partition(&iters, iters.iter().flatten().copied());
 }
@@ -139,7 +142,10 @@ fn ramping_vus_follow_the_whole_ramp_by_test_wide_id() {
         0,
         vec![stage(200, 6), stage(300, 6)],
     )));
-    assert_eq!(vus.iter().map(BTreeSet::len).collect::<Vec<_>>(), [2, 2, 1, 1]);
+    assert_eq!(
+        vus.iter().map(BTreeSet::len).collect::<Vec<_>>(),
+        [2, 2, 1, 1]
+    );
     partition(&vus, 1..=6);
 }
 

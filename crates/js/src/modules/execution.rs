@@ -59,8 +59,14 @@ fn info<'js>(ctx: &Ctx<'js>, st: &VuState) -> rquickjs::Result<Object<'js>> {
     let wenv = st.env.as_ref();
     o.set("vuIdInTest", wenv.map_or(st.id, |e| e.vu_id_in_test(st.id)))?;
     let seg = wenv.and_then(|e| e.segment.as_ref());
-    o.set("segment", seg.map_or("0:1".to_string(), |s| s.tuple.segment.to_string()))?;
-    o.set("sequence", seg.map_or(String::new(), |s| s.tuple.sequence.to_string()))?;
+    o.set(
+        "segment",
+        seg.map_or("0:1".to_string(), |s| s.tuple.segment.to_string()),
+    )?;
+    o.set(
+        "sequence",
+        seg.map_or(String::new(), |s| s.tuple.sequence.to_string()),
+    )?;
     o.set("vuIter", if in_iteration { vu_iter } else { 0 })?;
     o.set("initialized", run.initialized.load(Ordering::Relaxed))?;
     let all: &[ScenarioState] = st.env.as_ref().map_or(&[], |e| e.scenarios.as_slice());
