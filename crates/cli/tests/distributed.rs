@@ -137,6 +137,33 @@ fn two_segments_merge_to_the_whole_run_and_the_servers_count() {
     let e = read_json(&export);
     assert_eq!(e["metrics"]["http_reqs"]["count"], 40.0);
     assert_eq!(e["metrics"]["checks"]["passes"], 40.0);
+    // handleSummary runs on the merged data, without a run.
+    let hs = dir.join("hs.js");
+    let out = dir.join("handled.json");
+    std::fs::write(
+        &hs,
+        format!(
+            "export default function () {{}}\n\
+             export function handleSummary(data) {{\n\
+               return {{ '{}': JSON.stringify({{ reqs: data.metrics.http_reqs.values.count }}) }};\n\
+             }}\n",
+            out.display()
+        ),
+    )
+    .unwrap();
+    let oh = volley()
+        .arg("merge")
+        .args([&a, &b])
+        .arg("--handle-summary")
+        .arg(&hs)
+        .output()
+        .unwrap();
+    assert_eq!(oh.status.code(), Some(0), "{}", stderr(&oh));
+    assert_eq!(read_json(&out)["reqs"], 40);
+    assert!(
+        !stdout(&oh).contains("http_reqs"),
+        "handleSummary replaces the summary"
+    );
 }
 
 #[test]

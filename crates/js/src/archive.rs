@@ -252,7 +252,6 @@ pub fn read(path: &Path) -> Result<Archive, String> {
         .as_str()
         .ok_or_else(|| bad("metadata.json has no filename".into()))?;
     let main = script::normalize(filename.strip_prefix("file://").unwrap_or(filename));
-    let mut files = files;
     if let Some(d) = data {
         files.entry(main.clone()).or_insert_with(|| Arc::new(d));
     }
