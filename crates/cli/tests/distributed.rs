@@ -89,13 +89,13 @@ fn two_segments_merge_to_the_whole_run_and_the_servers_count() {
     assert_eq!(ob.status.code(), Some(99), "{}", stderr(&ob));
     let served_by_halves = t.stats().requests;
     assert_eq!(served_by_halves, 40);
-    // Test-wide ids: each half has 2 of the 4 VUs and 20 of the 40 iteration indexes, disjoint.
+    // Test-wide ids: each half has 2 of the 4 VUs and 20 of the 40 iteration indexes.
     let (la, lb) = (logged(&oa), logged(&ob));
     assert_eq!((la.len(), lb.len()), (20, 20));
-    let mut vus: Vec<u64> = la.iter().chain(&lb).map(|e| e.0).collect();
-    vus.sort();
-    vus.dedup();
-    assert_eq!(vus, [1, 2, 3, 4]);
+    // Halves stripe the VUs: 1 and 3 are the first half's, 2 and 4 the second's (a VU may
+    // get no iteration when the others are quicker, so these are subsets).
+    assert!(la.iter().all(|e| [1, 3].contains(&e.0)), "{la:?}");
+    assert!(lb.iter().all(|e| [2, 4].contains(&e.0)), "{lb:?}");
     let mut its: Vec<u64> = la.iter().chain(&lb).map(|e| e.1).collect();
     its.sort();
     assert_eq!(its, (0..40).collect::<Vec<_>>());
