@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{scratch, stderr, stdout, target, volley};
+use common::{counter, scratch, stderr, stdout, target, volley};
 use std::path::Path;
 use std::process::Output;
 
@@ -55,16 +55,6 @@ fn logged(o: &Output) -> Vec<(u64, u64)> {
             Some((vu.parse().ok()?, it.parse().ok()?))
         })
         .collect()
-}
-
-fn counter(r: &serde_json::Value, name: &str) -> f64 {
-    r["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["name"] == name)
-        .map(|m| m["sum"].as_f64().unwrap_or(0.0))
-        .sum()
 }
 
 fn read_json(p: &Path) -> serde_json::Value {
@@ -339,4 +329,42 @@ fn an_archive_refuses_files_its_init_did_not_open() {
         .unwrap();
     assert_eq!(o.status.code(), Some(107), "{}", stderr(&o));
     assert!(stderr(&o).contains("not in the archive"), "{}", stderr(&o));
+}
+
+#[test]
+fn k6_env_and_options_give_the_segment_too() {
+    let t = target();
+    let dir = scratch("segments-env");
+    let script = write_script(&dir);
+    let base = format!("BASE=http://{}", t.local_addr());
+    let o = volley()
+        .args(["run", &script, "-q", "--no-system-env", "-e", &base])
+        .env("K6_EXECUTION_SEGMENT", "1/2:1")
+        .env("K6_EXECUTION_SEGMENT_SEQUENCE", "0,1/2,1")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(logged(&o).len(), 20);
+    assert_eq!(t.stats().requests, 20);
+    // In the script's options: 0:1/3 alone, filled around to 0,1/3,1.
+    let third = dir.join("third.js");
+    std::fs::write(
+        &third,
+        SCRIPT.replace("thresholds:", "executionSegment: '0:1/3', thresholds:"),
+    )
+    .unwrap();
+    let o = volley()
+        .args([
+            "run",
+            &third.to_string_lossy(),
+            "-q",
+            "--no-system-env",
+            "-e",
+            &base,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // The larger 1/3:1 segment takes unit 0 of every 3, 0:1/3 unit 1: 13 of 40.
+    assert_eq!(logged(&o).len(), 13);
 }

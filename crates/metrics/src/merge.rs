@@ -126,22 +126,19 @@ fn distinct_segments(inputs: &[(&str, &RunResult)]) -> Result<(), MergeError> {
     Ok(())
 }
 
-/// Add two gauges of parallel instances.
+/// Add two gauges of parallel instances (the sums of their last values and extremes).
 fn add_gauge(a: &mut Agg, b: &Agg) {
     if let (
         Agg::Gauge { last, min, max, n },
-        Agg::Gauge {
-            last: l2,
-            min: mi2,
-            max: ma2,
-            n: n2,
+        &Agg::Gauge {
+            last: l,
+            min: lo,
+            max: hi,
+            n: k,
         },
     ) = (a, b)
     {
-        *last += l2;
-        *min += mi2;
-        *max += ma2;
-        *n += n2;
+        (*last, *min, *max, *n) = (*last + l, *min + lo, *max + hi, *n + k);
     }
 }
 
