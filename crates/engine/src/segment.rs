@@ -393,7 +393,17 @@ impl crate::vus::VuPlan {
         }
         let whole = self.scenarios.iter().map(|s| s.executor.clone()).collect();
         for s in &mut self.scenarios {
+            let all = s.executor.max_vus();
             s.executor = scale_executor(&s.executor, &t);
+            if all > 0 && s.executor.max_vus() == 0 {
+                // As in k6 the scenario then does nothing here; say so rather than lose work.
+                crate::log::warn(&format!(
+                    "scenario {}: none of its {all} VUs fall in execution segment {}, so this \
+                     instance runs none of its work; give it at least as many VUs as there \
+                     are segments",
+                    s.name, t.segment
+                ));
+            }
         }
         self.segment = Some(Arc::new(Segmented { tuple: t, whole }));
         self
