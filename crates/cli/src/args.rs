@@ -39,6 +39,12 @@ pub enum Command {
     History(HistoryArgs),
     /// Check after faults that every acknowledged write in a ledger survived (exit 6 if not)
     Verify(crate::verify_cmd::VerifyArgs),
+    /// Pack a script, its modules, the files it opens and its options into one tar (k6's archive)
+    Archive(Box<crate::archive_cmd::ArchiveArgs>),
+    /// Print a script's or archive's options as resolved, scenarios expanded (JSON)
+    Inspect(Box<crate::archive_cmd::ScriptArgs>),
+    /// Merge the result files of a test's instances into one; judge thresholds on the whole
+    Merge(crate::merge_cmd::MergeArgs),
 }
 
 #[derive(Args, Debug)]

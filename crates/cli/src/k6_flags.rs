@@ -106,11 +106,13 @@ pub struct K6Flags {
     /// k6: anonymous usage report (accepted silently: Volley never sends one)
     #[arg(long)]
     pub no_usage_report: bool,
-    /// k6's other flags, accepted with a note: --execution-segment, --compatibility-mode, ...
+    /// k6: run only this share of the test (e.g. 1/4:2/4; see docs/distributed.md)
     #[arg(long, value_name = "SEGMENT")]
     pub execution_segment: Option<String>,
-    #[arg(long, value_name = "SEQUENCE", hide = true)]
+    /// k6: the segments all instances use (e.g. 0,1/4,2/4,3/4,1)
+    #[arg(long, value_name = "SEQUENCE")]
     pub execution_segment_sequence: Option<String>,
+    /// k6's other flags, accepted with a note: --compatibility-mode, --type, ...
     #[arg(long, value_name = "MODE", hide = true)]
     pub compatibility_mode: Option<String>,
     #[arg(short = 't', long = "type", value_name = "TYPE", hide = true)]

@@ -8,6 +8,7 @@ macro_rules! outln {
     ($($t:tt)*) => { $crate::exit::print(&format!("{}\n", format_args!($($t)*))) };
 }
 
+mod archive_cmd;
 mod args;
 mod dashboard_cmd;
 mod demo;
@@ -17,6 +18,7 @@ mod fault_flags;
 mod history_cmd;
 mod http_cmd;
 mod k6_flags;
+mod merge_cmd;
 mod monitor_cmd;
 mod report_cmd;
 mod run_cmd;
@@ -67,6 +69,9 @@ fn main() {
         args::Command::Monitor(a) => monitor_cmd::run(a),
         args::Command::History(a) => history_cmd::list(a),
         args::Command::Verify(a) => verify_cmd::run(a),
+        args::Command::Archive(a) => archive_cmd::archive(*a),
+        args::Command::Inspect(a) => archive_cmd::inspect(*a),
+        args::Command::Merge(a) => merge_cmd::run(a),
     };
     std::process::exit(code);
 }

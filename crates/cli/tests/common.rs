@@ -135,3 +135,14 @@ pub fn silent_listener() -> (TcpListener, u16) {
     let port = l.local_addr().unwrap().port();
     (l, port)
 }
+
+/// The sum of a counter over its series in a result file (`--save`).
+pub fn counter(saved: &serde_json::Value, name: &str) -> f64 {
+    saved["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["name"] == name)
+        .map(|m| m["sum"].as_f64().unwrap_or(0.0))
+        .sum()
+}

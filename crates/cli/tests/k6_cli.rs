@@ -249,7 +249,6 @@ fn k6_flags_volley_cannot_honour_exit_0_with_a_note() {
         "--paused",
         "--address",
         "--profiling-enabled",
-        "--execution-segment",
         "--out cloud",
     ] {
         assert!(

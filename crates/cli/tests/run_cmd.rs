@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{run, stderr, stdout, target};
+use common::{counter, run, stderr, stdout, target};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -480,17 +480,6 @@ fn counts(saved: &serde_json::Value, name: &str) -> (u64, u64) {
         sc["completed_iterations"].as_u64().unwrap(),
         sc["interrupted_iterations"].as_u64().unwrap(),
     )
-}
-
-/// The sum of a counter over its series in a result file.
-fn counter(saved: &serde_json::Value, name: &str) -> f64 {
-    saved["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["name"] == name)
-        .map(|m| m["sum"].as_f64().unwrap_or(0.0))
-        .sum()
 }
 
 /// `docker stop`: SIGTERM, then SIGKILL 10 s later. 50 VUs in `sleep(10)` must stop at once

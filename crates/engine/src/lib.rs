@@ -4,6 +4,7 @@
 //! - [`control`]: the stop switches a run shares with signal handlers (graceful, then hard).
 //! - [`executor`]: k6's six executors (one file each) and the scenarios that use them.
 //! - [`vus`]: the VU scheduler: scenarios run concurrently from one pool of VUs.
+//! - [`segment`]: execution segments (k6's striping): one instance's share of a split test.
 //! - [`rate`]: open-model pacing (constant rate or linear `target:duration` stages).
 //! - [`quick`]: quick mode (`volley http`) as a body on the [`vus`] scheduler: a VU per
 //!   connection whose one iteration drives it (closed or open model, pipelining, HTTP/2);
@@ -19,6 +20,7 @@ pub mod executor;
 pub mod log;
 pub mod quick;
 pub mod rate;
+pub mod segment;
 pub mod summary;
 pub mod sys;
 pub mod vus;

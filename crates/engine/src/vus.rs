@@ -74,6 +74,8 @@ pub struct VuPlan {
     pub sample_sink: Option<SinkMaker>,
     /// The run's cardinality guard, shared by every worker's recorder (issue #13).
     pub series_guard: Option<Arc<volley_metrics::SeriesGuard>>,
+    /// The execution segment this instance runs ([`VuPlan::segmented`]); None: the whole test.
+    pub segment: Option<Arc<crate::segment::Segmented>>,
 }
 
 /// Makes one worker's [`SampleSink`](volley_metrics::SampleSink) (called on the worker
@@ -156,6 +158,12 @@ pub struct WorkerEnv {
     pub recorder: Rc<RefCell<Recorder>>,
     /// Every scenario's spec and live counters (index = [`IterCtx::scenario`]).
     pub scenarios: Arc<Vec<ScenarioState>>,
+    /// The run's execution segment: test-wide VU ids and iteration indexes
+    /// (`exec.vu.idInTest`, `exec.scenario.iterationInTest`) are [`Tuple::global`] of the
+    /// local ones.
+    ///
+    /// [`Tuple::global`]: crate::segment::Tuple::global
+    pub segment: Option<Arc<crate::segment::Segmented>>,
     /// Woken when the run stops gracefully.
     stop_wake: Rc<Notify>,
     /// Per scenario: woken at its hard stop (end + gracefulStop) or the run's.
@@ -182,6 +190,19 @@ impl WorkerEnv {
     /// The run's control: a self-paced body stops it at its own deadline (quick mode's `-z`).
     pub(crate) fn ctl(&self) -> &RunControl {
         &self.ctl
+    }
+
+    /// Test-wide id (1-based) of local VU `id` (k6's `exec.vu.idInTest`).
+    pub fn vu_id_in_test(&self, id: u64) -> u64 {
+        match (&self.segment, id) {
+            (Some(s), 1..) => s.tuple.global(id - 1) + 1,
+            _ => id,
+        }
+    }
+
+    /// Test-wide index of local iteration `i` (k6's `exec.scenario.iterationInTest`).
+    pub fn iteration_in_test(&self, i: u64) -> u64 {
+        self.segment.as_ref().map_or(i, |s| s.tuple.global(i))
     }
 
     /// This worker's wait counters: a body counts its waits here (requests, sleeps).
@@ -562,6 +583,8 @@ async fn run_iteration<F: VuFactory>(
 
 mod coordinate;
 mod drive;
+#[cfg(test)]
+mod segment_tests;
 mod state;
 mod stop;
 #[cfg(test)]

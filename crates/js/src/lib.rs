@@ -28,11 +28,13 @@
 //!   `iterations`, `stages`) and CLI overrides → the engine's
 //!   [`Scenario`](volley_engine::executor::Scenario)s.
 //! - [`verify`]: `--verify`: the script's `verify(entries)` run once after the load.
+//! - [`archive`]: k6's archive (`volley archive`, `volley run test.tar`) and `volley inspect`.
 //! - [`handle_summary`]: calling the script's `handleSummary(data)` and writing its outputs.
 //! - this file: [`prepare`] (script → options → a [`volley_run::RunSpec`] of the plan, the
 //!   [`vu::JsFactory`], thresholds and outputs, which the caller runs with
 //!   [`volley_run::execute`]), and [`run`], both in one call for tests and the demo tour.
 
+pub mod archive;
 mod check;
 pub(crate) mod event_loop;
 pub mod handle_summary;
@@ -225,43 +227,28 @@ pub fn prepare(
 ) -> Result<Prepared, RunError> {
     ctl.status()
         .set_phase(volley_engine::control::RunPhase::Init);
-    let mut script = script::load_interruptible(path, env, Some(ctl)).map_err(|e| {
+    let archive = archive::open_if_archive(path).map_err(RunError::Script)?;
+    let loaded = match &archive {
+        Some(a) => script::load_with(
+            Path::new(&a.main),
+            a.env_under(env),
+            Some(ctl),
+            Some(a.files.clone()),
+        ),
+        None => script::load_interruptible(path, env, Some(ctl)),
+    };
+    let mut script = loaded.map_err(|e| {
         if ctl.was_interrupted() {
             RunError::Interrupted("interrupted while the script's init code ran".into())
         } else {
             RunError::Script(e.0)
         }
     })?;
-    // k6's tiers: --config file < script options < K6_* environment < k6 flags.
-    script.options = options::env::consolidate(
-        cli.config_file.as_ref(),
-        &script.options,
-        &cli.env_options,
-        &cli.flag_options,
-    );
-    if cli.no_thresholds {
-        if let Some(o) = script.options.as_object_mut() {
-            o.remove("thresholds");
-        }
+    if let Some(a) = &archive {
+        // The archive's options were resolved when it was made; this run's tiers go on top.
+        script.options = a.options.clone();
     }
-    // k6's summary flags replace the script's options (validated with them by `resolve`).
-    for (key, v) in [
-        (
-            "summaryTrendStats",
-            cli.summary_trend_stats.as_ref().map(|s| s.clone().into()),
-        ),
-        (
-            "summaryTimeUnit",
-            cli.summary_time_unit.as_ref().map(|u| u.clone().into()),
-        ),
-    ] {
-        if let Some(v) = v {
-            if !script.options.is_object() {
-                script.options = serde_json::Value::Object(Default::default());
-            }
-            script.options[key] = v;
-        }
-    }
+    script.options = options::env::for_run(&script.options, cli);
     let mut resolved = options::resolve(&script.options, cli).map_err(RunError::Config)?;
     // options.ledger: the volley/ledger file (`--ledger FILE`, opened before, wins).
     if let Some(l) = script.options.get("ledger").filter(|l| !l.is_null()) {
@@ -372,6 +359,11 @@ pub fn prepare(
         monitor: cli.monitor.clone(),
         sample_sink: None,
         series_guard: Some(series_guard),
+        segment: None,
+    };
+    let plan = match &resolved.segment {
+        Some(t) => plan.segmented(t.clone()),
+        None => plan,
     };
     let factory = Arc::new(vu::JsFactory {
         shared: script.shared.clone(),
@@ -379,6 +371,9 @@ pub fn prepare(
     });
     let mut options = serde_json::Map::new();
     options.insert("script".into(), script.options.clone());
+    if let Some(h) = archive::script_hash(&script) {
+        options.insert("script_hash".into(), h.into());
+    }
     // First-seen order of checks and groups, for k6 v1's summary (the totals are sorted by
     // key): known once the run is over.
     let shared = script.shared.clone();

@@ -72,6 +72,8 @@ pub struct Resolved {
     /// `options.thresholds` as given (parsed once custom metrics are known).
     pub thresholds: Option<serde_json::Value>,
     pub settings: RunSettings,
+    /// `executionSegment` within `executionSegmentSequence` (None: the whole test).
+    pub segment: Option<volley_engine::segment::Tuple>,
 }
 
 /// Run-wide settings from options that VUs and the HTTP client read (set once, before the
@@ -194,6 +196,17 @@ fn boolean(v: &serde_json::Value, what: &str) -> Result<bool, String> {
     }
 }
 
+/// `executionSegment` / `executionSegmentSequence`: a string such as "1/4:2/4".
+fn segment_text(v: &serde_json::Value, what: &str) -> Result<Option<String>, String> {
+    match v {
+        serde_json::Value::String(s) if !s.trim().is_empty() => Ok(Some(s.clone())),
+        serde_json::Value::String(_) | serde_json::Value::Null => Ok(None),
+        _ => Err(format!(
+            "options.{what}: expected a string such as \"1/4:2/4\" (or \"0,1/4,2/4,3/4,1\" for the sequence), got {v}"
+        )),
+    }
+}
+
 fn string_map(v: &serde_json::Value, what: &str) -> Result<Vec<(String, String)>, String> {
     executor::string_map(v, what)
 }
@@ -276,6 +289,7 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
     let mut thresholds = None;
     let mut scenarios_json = None;
     let mut settings = RunSettings::default();
+    let (mut seg, mut seq) = (None, None);
     for (k, v) in opts {
         match k.as_str() {
             "vus" => vus = Some(count(v, "vus")?),
@@ -424,12 +438,22 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
             "scenarios" if !v.is_null() => scenarios_json = Some(v),
             // Volley's: the `volley/ledger` file, opened by `prepare`.
             "ledger" => {}
+            "executionSegment" => seg = segment_text(v, k)?,
+            "executionSegmentSequence" => seq = segment_text(v, k)?,
             other => ignored.push(other.to_string()),
         }
     }
     if let Some(n) = cli.max_response_body {
         http.max_response_body = n;
     }
+    let segment = match (&seg, &seq) {
+        (None, None) => None,
+        _ => Some(
+            volley_engine::segment::Tuple::parse(seg.as_deref(), seq.as_deref())
+                .map_err(|e| format!("options.executionSegment: {e}"))?,
+        )
+        .filter(|t| !t.is_whole()),
+    };
     if let Some(n) = cli.max_series {
         settings.max_series = max_series(n, "--max-series")?;
     }
@@ -459,6 +483,7 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
             ignored,
             thresholds,
             settings,
+            segment,
         });
     }
     if cli.duration.is_some() || cli.iterations.is_some() {
@@ -528,6 +553,7 @@ pub fn resolve(script: &serde_json::Value, cli: &CliOptions) -> Result<Resolved,
         ignored,
         thresholds,
         settings,
+        segment,
     })
 }
 

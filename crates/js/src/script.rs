@@ -108,11 +108,31 @@ pub fn load_interruptible(
     env: BTreeMap<String, String>,
     ctl: Option<&volley_engine::RunControl>,
 ) -> Result<Script, ScriptError> {
+    load_with(path, env, ctl, None)
+}
+
+/// [`load_interruptible`], with every file (script, modules, `open()`ed files) served from
+/// `archived` (absolute path → bytes) instead of the disk: `volley run test.tar`.
+pub(crate) fn load_with(
+    path: &Path,
+    env: BTreeMap<String, String>,
+    ctl: Option<&volley_engine::RunControl>,
+    archived: Option<Arc<crate::archive::Files>>,
+) -> Result<Script, ScriptError> {
     let main = normalize(&path.to_string_lossy());
-    let source = read_source(path)
+    let shared = Arc::new(ScriptShared::new(main.clone(), env));
+    if let Some(files) = archived {
+        let mut opened = shared.files.lock().unwrap();
+        for (p, b) in files.iter() {
+            opened.insert(PathBuf::from(p), b.clone());
+        }
+        drop(opened);
+        let _ = shared.archived.set(files);
+    }
+    let source = shared
+        .read_module(&main)
         .map_err(|e| ScriptError(format!("cannot read script {}: {e}", path.display())))?;
     let compiled: Rc<std::cell::RefCell<HashMap<String, Vec<u8>>>> = Default::default();
-    let shared = Arc::new(ScriptShared::new(main.clone(), env));
     let rt = Runtime::new().map_err(|e| ScriptError(format!("cannot start QuickJS: {e}")))?;
     rt.set_max_stack_size(crate::vu::JS_STACK);
     if let Some(ctl) = ctl.cloned() {
@@ -196,6 +216,20 @@ pub(crate) fn drain_jobs(ctx: &Ctx<'_>) {
     }
 }
 
+impl ScriptShared {
+    /// A module's source: from the archive when running one (never the disk), else the file.
+    pub(crate) fn read_module(&self, name: &str) -> Result<String, String> {
+        match self.archived.get() {
+            Some(files) => {
+                let b = files.get(name).ok_or(crate::archive::NOT_ARCHIVED)?;
+                String::from_utf8(b.to_vec())
+                    .map_err(|_| "stream did not contain valid UTF-8".to_string())
+            }
+            None => read_source(Path::new(name)),
+        }
+    }
+}
+
 /// Join `name` onto the directory of `base` and normalise `.`/`..`.
 fn join_relative(base: &str, name: &str) -> String {
     let dir = Path::new(base).parent().unwrap_or(Path::new(""));
@@ -204,7 +238,7 @@ fn join_relative(base: &str, name: &str) -> String {
 
 /// Lexical normalisation (as k6's file URLs): `..` removes a named component only, so a
 /// leading `../..` is kept (`../../lib.js` is not `lib.js`) and `/..` stays `/`.
-fn normalize(p: &str) -> String {
+pub(crate) fn normalize(p: &str) -> String {
     let mut out = PathBuf::new();
     for c in Path::new(p).components() {
         match c {
@@ -338,7 +372,7 @@ impl Loader for CompilingLoader {
     ) -> rquickjs::Result<Module<'js>> {
         let source = match BUILTINS.iter().find(|(n, _)| *n == name) {
             Some((_, src)) => src.to_string(),
-            None => read_source(Path::new(name)).map_err(|e| {
+            None => self.shared.read_module(name).map_err(|e| {
                 rquickjs::Error::new_loading_message(name, format!("cannot read {name}: {e}"))
             })?,
         };

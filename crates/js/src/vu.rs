@@ -51,6 +51,8 @@ pub struct ScriptShared {
     pub(crate) bytecode: OnceLock<HashMap<String, Vec<u8>>>,
     /// Files read by `open()`: read once, shared by every VU.
     pub(crate) files: Mutex<HashMap<PathBuf, Arc<Vec<u8>>>>,
+    /// Running an archive: every file the script may read (nothing comes from the disk).
+    pub(crate) archived: OnceLock<Arc<crate::archive::Files>>,
     /// `setup()`'s return value as JSON.
     pub(crate) setup_data: Mutex<Option<String>>,
     /// Custom metric names and kinds, so every VU agrees.
@@ -72,6 +74,7 @@ impl ScriptShared {
             env,
             bytecode: OnceLock::new(),
             files: Mutex::new(HashMap::new()),
+            archived: OnceLock::new(),
             setup_data: Mutex::new(None),
             metrics: Mutex::new(HashMap::new()),
             errors_logged: AtomicU64::new(0),

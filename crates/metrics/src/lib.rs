@@ -23,6 +23,8 @@
 //! - [`result`]: the run result file (serde), reading with validation and size limits (the
 //!   one reader every command uses), writing and exact merging.
 //! - [`events`]: what happened to a run from outside (faults): the result file's timeline.
+//! - [`merge`]: one result from the results of a test's instances (exact totals, series
+//!   aligned on wall-clock seconds, VU gauges added).
 //! - [`output`]: the pre-run check that an output file can be written.
 //! - [`names`]: k6's built-in metric names as constants, with their kinds.
 //! - [`fmt`]: every number shown to a human (durations, bytes, counts, ticks), Volley's own
@@ -37,6 +39,7 @@ pub mod fmt;
 pub mod guard;
 pub mod hist;
 pub mod hist_check;
+pub mod merge;
 pub mod names;
 pub mod output;
 pub mod recorder;

@@ -8,7 +8,6 @@ use crate::series::Series;
 use crate::text::escape_control;
 use crate::{MetricKey, TagSet};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
@@ -627,81 +626,10 @@ impl RunResult {
         write_json(path, self)
     }
 
-    /// Merge two results of the same test run in parallel (e.g. from two machines): counters,
-    /// rates and histograms add exactly; the series are aligned by offset from each start.
+    /// Merge two results of the same test run in parallel (e.g. from two machines): see
+    /// [`crate::merge`] (and [`crate::merge::merge`] for more than two).
     pub fn merge(&self, other: &RunResult) -> Result<RunResult, MergeError> {
-        if self.meta.mode != other.meta.mode {
-            return Err(MergeError(format!(
-                "cannot merge a '{}' run with a '{}' run",
-                escape_control(&self.meta.mode),
-                escape_control(&other.meta.mode)
-            )));
-        }
-        if self.meta.name != other.meta.name {
-            return Err(MergeError(format!(
-                "cannot merge results of different tests ('{}' and '{}')",
-                escape_control(&self.meta.name),
-                escape_control(&other.meta.name)
-            )));
-        }
-        let mut by_key: BTreeMap<MetricKey, (Unit, Agg)> = BTreeMap::new();
-        for m in self.metrics.iter().chain(&other.metrics) {
-            let a = m.to_agg().map_err(MergeError)?;
-            match by_key.get_mut(&m.key()) {
-                Some((_, x)) => {
-                    if x.kind() != a.kind() {
-                        return Err(MergeError(format!(
-                            "metric {} is a {:?} in one file and a {:?} in the other",
-                            escape_control(&m.name),
-                            x.kind(),
-                            a.kind()
-                        )));
-                    }
-                    x.merge(&a)
-                }
-                None => {
-                    by_key.insert(m.key(), (m.unit, a));
-                }
-            }
-        }
-        let metrics = by_key
-            .into_iter()
-            .map(|(key, (unit, a))| {
-                let d = MetricDesc {
-                    key,
-                    kind: a.kind(),
-                    unit,
-                };
-                MetricTotal::from_agg(&d, &a)
-            })
-            .collect();
-        let mut series = self.series.clone();
-        series.merge(&other.series);
-
-        let (a, b) = (&self.meta, &other.meta);
-        let started = a.started_unix_ms.min(b.started_unix_ms);
-        let ended = a.ended_unix_ms.max(b.ended_unix_ms);
-        let meta = RunMeta {
-            volley_version: a.volley_version.clone(),
-            mode: a.mode.clone(),
-            command: a.command.clone(),
-            name: a.name.clone(),
-            started_at: crate::time::rfc3339_ms(started),
-            ended_at: crate::time::rfc3339_ms(ended),
-            started_unix_ms: started,
-            ended_unix_ms: ended,
-            // Instances ran side by side: the load lasted as long as the longest one.
-            duration_s: a.duration_s.max(b.duration_s),
-            interrupted: a.interrupted || b.interrupted,
-            instances: a.instances + b.instances,
-            host: a.host.clone(),
-            peak_rss_bytes: a.peak_rss_bytes.max(b.peak_rss_bytes),
-        };
-        let mut merged = RunResult::new(meta, self.options.clone(), metrics, series);
-        // Instances share one timeline: each one's events, once (the same fault seen by two
-        // instances is written twice, as each saw it).
-        merged.events = self.events.iter().chain(&other.events).cloned().collect();
-        Ok(merged)
+        crate::merge::merge(&[("the first result", self), ("the second", other)], false)
     }
 }
 

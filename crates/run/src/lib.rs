@@ -22,6 +22,7 @@
 //! - [`mod@execute`]: runs a plan with a body factory to a judged result ([`execute::execute`]):
 //!   the engine's scheduler, one per-second hook feeding observers, outputs and `abortOnFail`,
 //!   then the result, the verdicts and the [`Outcome`].
+//! - [`merge`]: one judged result from the results of a test's instances (`volley merge`).
 //! - [`outcome`]: how a run ended, and the one table from that to the exit code.
 //! - [`after`]: the chain every command runs around a run: the pre-run check of the output
 //!   targets, then `--save`, `--summary-export`, `--report`, `--history` and the final outcome.
@@ -30,6 +31,7 @@ pub mod after;
 pub mod checks;
 pub mod execute;
 pub mod md5;
+pub mod merge;
 pub mod out_json;
 pub mod outcome;
 pub mod outputs;

@@ -83,6 +83,14 @@ pub(super) async fn vu_loop<F: VuFactory>(
             }
             Executor::RampingVus(r) => {
                 let t = now - begin;
+                // A segment's VUs follow the whole test's ramp by their test-wide ids.
+                let (r, idx) = match &s.plan.segment {
+                    Some(g) => match &g.whole[sc] {
+                        Executor::RampingVus(w) => (w, env.vu_id_in_test(idx)),
+                        _ => (r, idx),
+                    },
+                    None => (r, idx),
+                };
                 match r.next_active(idx, t) {
                     Some(x) if x == t => {
                         if let Some(off) = r.next_inactive(idx, t) {
@@ -150,7 +158,8 @@ pub(super) async fn arrivals<F: VuFactory>(
             while !mine(k) {
                 k += 1;
             }
-            let Some(at) = schedule.arrival(k) else {
+            // A segment starts its stripe of the whole test's arrivals.
+            let Some(at) = schedule.arrival(env.iteration_in_test(k)) else {
                 break;
             };
             let due = begin + crate::clamp_secs(at);

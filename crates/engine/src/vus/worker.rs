@@ -31,6 +31,7 @@ pub(super) fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sende
         worker: id,
         recorder: Rc::new(RefCell::new(Recorder::new())),
         scenarios: s.scen.clone(),
+        segment: s.plan.segment.clone(),
         stop_wake: Rc::new(Notify::new()),
         hard_wake: Rc::new(
             s.plan

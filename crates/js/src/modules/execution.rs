@@ -4,6 +4,9 @@
 //! Scenario and instance figures come from the engine's live [`ScenarioState`]s. One instance
 //! runs per process, so the instance-level and test-level figures are the same.
 //! `instance.vusActive` counts VUs that are inside an iteration at the moment it is read.
+//! With an execution segment, `vu.idInTest` and `scenario.iterationInTest` are the test-wide
+//! numbers (the segment's stripe, as k6), and `instance.executionSegment` /
+//! `instance.executionSegmentSequence` (Volley's additions) name the share this process runs.
 
 use super::throw;
 use rquickjs::{Ctx, Function, Object, Value};
@@ -52,6 +55,18 @@ fn info<'js>(ctx: &Ctx<'js>, st: &VuState) -> rquickjs::Result<Object<'js>> {
     let in_iteration = !st.in_init.get();
     let vu_iter = st.ext.iter.get().saturating_sub(1);
     o.set("vuId", st.id)?;
+    // A segment's ids and iterations are test-wide through its stripe (k6's segmented index).
+    let wenv = st.env.as_ref();
+    o.set("vuIdInTest", wenv.map_or(st.id, |e| e.vu_id_in_test(st.id)))?;
+    let seg = wenv.and_then(|e| e.segment.as_ref());
+    o.set(
+        "segment",
+        seg.map_or("0:1".to_string(), |s| s.tuple.segment.to_string()),
+    )?;
+    o.set(
+        "sequence",
+        seg.map_or(String::new(), |s| s.tuple.sequence.to_string()),
+    )?;
     o.set("vuIter", if in_iteration { vu_iter } else { 0 })?;
     o.set("initialized", run.initialized.load(Ordering::Relaxed))?;
     let all: &[ScenarioState] = st.env.as_ref().map_or(&[], |e| e.scenarios.as_slice());
@@ -74,6 +89,11 @@ fn info<'js>(ctx: &Ctx<'js>, st: &VuState) -> rquickjs::Result<Object<'js>> {
         o.set("startTime", sc.started().map_or(0.0, |(_, s)| unix_ms(s)))?;
         o.set("progress", sc.progress())?;
         o.set("scenarioIter", st.iteration.get())?;
+        let it = st.iteration.get();
+        o.set(
+            "scenarioIterInTest",
+            wenv.map_or(it, |e| e.iteration_in_test(it)),
+        )?;
     } else {
         // Setup and teardown run outside any scenario.
         o.set("scenario", "")?;
@@ -81,6 +101,7 @@ fn info<'js>(ctx: &Ctx<'js>, st: &VuState) -> rquickjs::Result<Object<'js>> {
         o.set("startTime", 0.0)?;
         o.set("progress", 0.0)?;
         o.set("scenarioIter", 0)?;
+        o.set("scenarioIterInTest", 0)?;
     }
     Ok(o)
 }

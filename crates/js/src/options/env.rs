@@ -55,6 +55,12 @@ const ENV_OPTIONS: &[(&str, &str, Kind)] = &[
     ("K6_NO_SETUP", "noSetup", Kind::Bool),
     ("K6_NO_TEARDOWN", "noTeardown", Kind::Bool),
     ("K6_NO_COOKIES_RESET", "noCookiesReset", Kind::Bool),
+    ("K6_EXECUTION_SEGMENT", "executionSegment", Kind::Str),
+    (
+        "K6_EXECUTION_SEGMENT_SEQUENCE",
+        "executionSegmentSequence",
+        Kind::Str,
+    ),
 ];
 
 /// The `K6_*` names read by [`from_env`] (for the docs and `--help`).
@@ -176,6 +182,40 @@ pub fn consolidate(
         return script.clone();
     }
     Value::Object(all)
+}
+
+/// A run's options: k6's tiers around the script's `options`, then `--no-thresholds` and
+/// k6's summary flags (which replace the script's options and are validated with them).
+pub fn for_run(script: &Value, cli: &super::CliOptions) -> Value {
+    let mut all = consolidate(
+        cli.config_file.as_ref(),
+        script,
+        &cli.env_options,
+        &cli.flag_options,
+    );
+    if cli.no_thresholds {
+        if let Some(o) = all.as_object_mut() {
+            o.remove("thresholds");
+        }
+    }
+    for (key, v) in [
+        (
+            "summaryTrendStats",
+            cli.summary_trend_stats.as_ref().map(|s| json!(s)),
+        ),
+        (
+            "summaryTimeUnit",
+            cli.summary_time_unit.as_ref().map(|u| json!(u)),
+        ),
+    ] {
+        if let Some(v) = v {
+            if !all.is_object() {
+                all = Value::Object(Default::default());
+            }
+            all[key] = v;
+        }
+    }
+    all
 }
 
 #[cfg(test)]

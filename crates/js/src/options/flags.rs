@@ -74,7 +74,8 @@ pub struct Flags {
     pub profiling_enabled: bool,
     /// k6: anonymous usage report (accepted silently: Volley never sends one)
     pub no_usage_report: bool,
-    /// k6's other flags, accepted with a note: --execution-segment, --compatibility-mode, ...
+    /// `--execution-segment` / `--execution-segment-sequence`: options `executionSegment` and
+    /// `executionSegmentSequence` (this instance's share of a split test).
     pub execution_segment: Option<String>,
     pub execution_segment_sequence: Option<String>,
     pub compatibility_mode: Option<String>,
@@ -173,6 +174,14 @@ impl Flags {
             }
             m.insert("tags".into(), Value::Object(tags));
         }
+        for (key, v) in [
+            ("executionSegment", &self.execution_segment),
+            ("executionSegmentSequence", &self.execution_segment_sequence),
+        ] {
+            if let Some(v) = v {
+                m.insert(key.into(), Value::String(v.clone()));
+            }
+        }
         let strs = |v: &[String]| Value::Array(v.iter().map(|s| s.clone().into()).collect());
         for (key, set, v) in [
             (
@@ -255,17 +264,7 @@ impl Flags {
         if self.profiling_enabled {
             note(notes, "--profiling-enabled", api);
         }
-        let others: [(&str, bool, &str); 8] = [
-            (
-                "--execution-segment",
-                self.execution_segment.is_some(),
-                "distributed runs are not there yet; this instance runs the whole test",
-            ),
-            (
-                "--execution-segment-sequence",
-                self.execution_segment_sequence.is_some(),
-                "distributed runs are not there yet",
-            ),
+        let others: [(&str, bool, &str); 6] = [
             (
                 "--compatibility-mode",
                 self.compatibility_mode.is_some(),

@@ -20,7 +20,7 @@ export const vu = {
     return V.execInfo().vuId;
   },
   get idInTest() {
-    return V.execInfo().vuId;
+    return V.execInfo().vuIdInTest;
   },
   get iterationInInstance() {
     return V.execInfo().vuIter;
@@ -53,7 +53,7 @@ export const scenario = {
     return V.execInfo().scenarioIter;
   },
   get iterationInTest() {
-    return V.execInfo().scenarioIter;
+    return V.execInfo().scenarioIterInTest;
   },
 };
 
@@ -72,6 +72,13 @@ export const instance = {
   },
   get currentTestRunDuration() {
     return V.execInfo().elapsedMs;
+  },
+  // Volley's additions: the share of a split test this instance runs.
+  get executionSegment() {
+    return V.execInfo().segment;
+  },
+  get executionSegmentSequence() {
+    return V.execInfo().sequence;
   },
 };
 

@@ -243,6 +243,17 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
                         let mut files = st.shared.files.lock().unwrap();
                         match files.get(&full) {
                             Some(b) => b.clone(),
+                            // An archive holds every file its init opened; no disk lookups.
+                            None if st.shared.archived.get().is_some() => {
+                                return Err(throw(
+                                    &ctx,
+                                    &format!(
+                                        "open({path}): {}: {}",
+                                        full.display(),
+                                        crate::archive::NOT_ARCHIVED
+                                    ),
+                                ));
+                            }
                             None => {
                                 let cap = crate::script::MAX_OPEN_BYTES;
                                 let b = crate::script::read_capped(&full, cap).map_err(|e| {
