@@ -21,10 +21,22 @@ pub fn run_script(
         duration,
         ..CliOptions::default()
     };
+    run_with(script, env, &cli, command, ctl)
+}
+
+/// [`run_script`] with any of `volley run`'s options (a suite step's vus, stages,
+/// thresholds, monitored services).
+pub fn run_with(
+    script: &Path,
+    env: &[(String, String)],
+    cli: &CliOptions,
+    command: Vec<String>,
+    ctl: &RunControl,
+) -> Result<RunOutput, (i32, String)> {
     volley_js::run(
         script,
         volley_js::environment(env, false),
-        &cli,
+        cli,
         0,
         command,
         ctl,

@@ -11,7 +11,7 @@
 //! Layout: this file plans and runs the tour; `table` turns its rows into the table, the
 //! verdicts, `tour.json` and the exit code.
 
-mod table;
+pub(crate) mod table;
 
 use crate::code;
 use crate::examples::{names, Example, EXAMPLES, LIB};
