@@ -37,6 +37,8 @@ pub enum Command {
     Monitor(MonitorArgs),
     /// List the runs stored with --history (test, git revision, labels, key figures)
     History(HistoryArgs),
+    /// Run a suite file: services, readiness, seed, profiles, results, teardown
+    Suite(crate::suite_cmd::SuiteArgs),
 }
 
 #[derive(Args, Debug)]

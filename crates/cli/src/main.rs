@@ -20,6 +20,7 @@ mod monitor_cmd;
 mod report_cmd;
 mod run_cmd;
 mod signals;
+mod suite_cmd;
 
 use clap::Parser;
 
@@ -64,6 +65,7 @@ fn main() {
         args::Command::Compare(a) => report_cmd::compare(a),
         args::Command::Monitor(a) => monitor_cmd::run(a),
         args::Command::History(a) => history_cmd::list(a),
+        args::Command::Suite(a) => suite_cmd::run(a),
     };
     std::process::exit(code);
 }

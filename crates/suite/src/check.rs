@@ -597,6 +597,7 @@ fn steps(
             "run" => r.run.as_deref().map(|p| {
                 std::path::Path::new(p).file_stem().map_or("run".into(), |s| s.to_string_lossy().into_owned())
             }).unwrap_or_default(),
+            _ if seed => format!("seed-{}", i + 1),
             other => format!("{other}-{}", i + 1),
         });
         if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
@@ -621,7 +622,8 @@ fn steps(
                 c.expand(ctx, at, &format!("{where_}.command"), v);
             }
         }
-        let mut ths = thresholds(&prof.thresholds);
+        // A profile's thresholds are for its scripts: quick mode records fewer metrics.
+        let mut ths = if set[0] == "run" { thresholds(&prof.thresholds) } else { Vec::new() };
         ths.extend(thresholds(&r.thresholds));
         for (k, e) in &ths {
             if let Err(msg) = volley_run::thresholds::parse_expression(e) {

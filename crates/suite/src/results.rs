@@ -186,7 +186,10 @@ impl Report<'_> {
                         if all == 0 { "-".into() } else { format!("{} {ok}/{all}", if ok == all { "✓" } else { "✗" }) }
                     },
                 ),
-                None => Default::default(),
+                None => {
+                    let d = || "-".to_string();
+                    (d(), d(), d(), d(), d(), d())
+                }
             };
             let verdict = s.verdict.clone().unwrap_or_else(|| "-".into());
             let name = match &s.error {

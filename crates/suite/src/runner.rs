@@ -78,10 +78,16 @@ fn context(s: &Suite, profile: &str, results: &Path) -> Result<Ctx, String> {
         profile: profile.to_string(),
         results: results.display().to_string(),
         env: std::env::vars().collect(),
+        volley: volley_exe(),
         ..Ctx::default()
     };
     ctx.services = crate::services::expose(s, &ctx)?;
     Ok(ctx)
+}
+
+/// This executable (`${volley}`); `volley` (from PATH) if it cannot be found.
+fn volley_exe() -> String {
+    std::env::current_exe().map_or_else(|_| "volley".into(), |p| p.display().to_string())
 }
 
 /// `volley suite services FILE`: starts the environment (and seeds it with `seed`), prints

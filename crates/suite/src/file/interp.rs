@@ -1,6 +1,8 @@
 //! `${...}` in suite file strings: `${port}` (this service's port), `${services.NAME.port}`,
 //! `${services.NAME.url}`, `${services.NAME.host}`, `${env.NAME}` (or `${env.NAME:-default}`),
-//! `${suite.dir}`, `${profile}`, `${results}`. `$$` is a literal `$`. Ports are allocated for
+//! `${suite.dir}`, `${profile}`, `${results}`, `${volley}` (this `volley` binary, so a suite
+//! can start `volley target` or `volley demo serve` without PATH). `$${` is a literal `${` (for
+//! a shell's own `${VAR}`); any other `$` is left alone, so `$HOME` and `$$` reach the shell. Ports are allocated for
 //! every service before any starts, so any string may name any service; the check runs the
 //! same expansion against a dry context, so a bad reference fails `volley suite check` too.
 
@@ -20,6 +22,8 @@ pub struct Ctx {
     pub suite_dir: String,
     pub profile: String,
     pub results: String,
+    /// The running `volley` executable.
+    pub volley: String,
     /// The service whose strings are expanded (`${port}`), if any.
     pub this: Option<String>,
     /// The environment `${env.NAME}` reads (the process's at run time).
@@ -34,12 +38,12 @@ impl Ctx {
         while let Some(i) = rest.find('$') {
             out.push_str(&rest[..i]);
             rest = &rest[i..];
-            if let Some(r) = rest.strip_prefix("$$") {
-                out.push('$');
+            if let Some(r) = rest.strip_prefix("$${") {
+                out.push_str("${");
                 rest = r;
             } else if let Some(r) = rest.strip_prefix("${") {
                 let end = r.find('}').ok_or_else(|| {
-                    format!("'{s}': '${{' without a closing '}}' (write $$ for a literal $)")
+                    format!("'{s}': '${{' without a closing '}}' (write $${{ for a literal ${{)")
                 })?;
                 out.push_str(&self.lookup(r[..end].trim())?);
                 rest = &r[end + 1..];
@@ -63,6 +67,7 @@ impl Ctx {
             "suite.dir" => return Ok(self.suite_dir.clone()),
             "profile" => return Ok(self.profile.clone()),
             "results" => return Ok(self.results.clone()),
+            "volley" => return Ok(self.volley.clone()),
             _ => {}
         }
         if let Some(name) = key.strip_prefix("env.") {
@@ -102,7 +107,7 @@ impl Ctx {
         }
         Err(format!(
             "${{{key}}}: unknown; use ${{port}}, ${{services.NAME.port|url|host}}, ${{env.NAME}}, \
-             ${{suite.dir}}, ${{profile}} or ${{results}} ($$ is a literal $)"
+             ${{suite.dir}}, ${{profile}}, ${{results}} or ${{volley}} ($${{ is a literal ${{)"
         ))
     }
 }
@@ -142,7 +147,10 @@ mod tests {
         );
         assert_eq!(c.expand("${env.HOME}/x").unwrap(), "/root/x");
         assert_eq!(c.expand("${env.NOPE:-7}").unwrap(), "7");
-        assert_eq!(c.expand("$$HOME ${ services.db.port }$").unwrap(), "$HOME 5433$");
+        assert_eq!(
+            c.expand("$HOME $$ $${HOME} ${ services.db.port }$").unwrap(),
+            "$HOME $$ ${HOME} 5433$"
+        );
     }
 
     #[test]
