@@ -528,11 +528,8 @@ fn flatten(
     for (_, p) in chain.iter().rev() {
         let p = p.get_ref();
         flat.env.extend(p.env.clone());
-        for (k, v) in &p.thresholds {
-            let mut list = flat.thresholds.get(k).map(OneOrMany::list).unwrap_or_default();
-            list.extend(v.list());
-            flat.thresholds.insert(k.clone(), OneOrMany::Many(list));
-        }
+        // A metric's thresholds in the child replace the parent's for that metric.
+        flat.thresholds.extend(p.thresholds.clone());
         if p.vus.is_some() { flat.vus = p.vus; }
         if p.duration.is_some() { flat.duration = p.duration.clone(); }
         if p.iterations.is_some() { flat.iterations = p.iterations; }
@@ -626,7 +623,10 @@ fn steps(
         let mut ths = if set[0] == "run" { thresholds(&prof.thresholds) } else { Vec::new() };
         ths.extend(thresholds(&r.thresholds));
         for (k, e) in &ths {
-            if let Err(msg) = volley_run::thresholds::parse_expression(e) {
+            // Drift and monitor checks (slope, drift(p95)) have their own grammar, judged
+            // by the run layer; the rest is k6's.
+            let special = volley_run::checks::is_check_flag(&format!("{k}:{e}"));
+            if let (false, Err(msg)) = (special, volley_run::thresholds::parse_expression(e)) {
                 c.err(at, format!("{where_}: threshold {k}: '{e}': {msg}"), "e.g. http_req_duration = [\"p(95)<500\"], http_req_failed = \"rate<0.01\"");
             }
         }
