@@ -226,6 +226,8 @@ pub fn check(
         suite_dir: dir.display().to_string(),
         profile: "PROFILE".into(),
         results: "RESULTS".into(),
+        tmp: "TMP".into(),
+        volley: "volley".into(),
         env: env.clone(),
         ..Ctx::default()
     };

@@ -71,18 +71,32 @@ pub fn check_file(path: Option<&Path>) -> i32 {
     code::OK
 }
 
-/// The context every string is expanded in, with ports chosen.
-fn context(s: &Suite, profile: &str, results: &Path) -> Result<Ctx, String> {
+/// `${tmp}`: removed when dropped, after the services (declared before them) are gone.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The context every string is expanded in, with ports chosen, and its `${tmp}`.
+fn context(s: &Suite, profile: &str, results: &Path) -> Result<(Ctx, Scratch), String> {
+    let tmp = results.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let tmp = std::env::temp_dir().join(format!("volley-suite-{}-{tmp}", std::process::id()));
+    std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
+    let scratch = Scratch(tmp);
     let mut ctx = Ctx {
         suite_dir: s.dir.display().to_string(),
         profile: profile.to_string(),
         results: results.display().to_string(),
+        tmp: scratch.0.display().to_string(),
         env: std::env::vars().collect(),
         volley: volley_exe(),
         ..Ctx::default()
     };
     ctx.services = crate::services::expose(s, &ctx)?;
-    Ok(ctx)
+    Ok((ctx, scratch))
 }
 
 /// This executable (`${volley}`); `volley` (from PATH) if it cannot be found.
@@ -102,7 +116,7 @@ pub fn hold(path: Option<&Path>, seed: bool, ctl: &RunControl) -> i32 {
         Ok(d) => d,
         Err(e) => return crate::fail(&e),
     };
-    let ctx = match context(&s, "services", &dir) {
+    let (ctx, _scratch) = match context(&s, "services", &dir) {
         Ok(c) => c,
         Err(e) => return crate::fail(&e),
     };
@@ -190,7 +204,7 @@ pub fn run(o: &RunOptions, ctl: &RunControl) -> i32 {
         Ok(d) => d,
         Err(e) => return crate::fail(&e),
     };
-    let ctx = match context(&s, &o.profile, &dir) {
+    let (ctx, _scratch) = match context(&s, &o.profile, &dir) {
         Ok(c) => c,
         Err(e) => return crate::fail(&e),
     };

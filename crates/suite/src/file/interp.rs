@@ -1,6 +1,7 @@
 //! `${...}` in suite file strings: `${port}` (this service's port), `${services.NAME.port}`,
 //! `${services.NAME.url}`, `${services.NAME.host}`, `${env.NAME}` (or `${env.NAME:-default}`),
-//! `${suite.dir}`, `${profile}`, `${results}`, `${volley}` (this `volley` binary, so a suite
+//! `${suite.dir}`, `${profile}`, `${results}`, `${tmp}` (a scratch directory removed after
+//! teardown, for service data that should not land in the results), `${volley}` (this `volley` binary, so a suite
 //! can start `volley target` or `volley demo serve` without PATH). `$${` is a literal `${` (for
 //! a shell's own `${VAR}`); any other `$` is left alone, so `$HOME` and `$$` reach the shell. Ports are allocated for
 //! every service before any starts, so any string may name any service; the check runs the
@@ -22,6 +23,8 @@ pub struct Ctx {
     pub suite_dir: String,
     pub profile: String,
     pub results: String,
+    /// A scratch directory of this run, removed after teardown.
+    pub tmp: String,
     /// The running `volley` executable.
     pub volley: String,
     /// The service whose strings are expanded (`${port}`), if any.
@@ -68,6 +71,7 @@ impl Ctx {
             "profile" => return Ok(self.profile.clone()),
             "results" => return Ok(self.results.clone()),
             "volley" => return Ok(self.volley.clone()),
+            "tmp" => return Ok(self.tmp.clone()),
             _ => {}
         }
         if let Some(name) = key.strip_prefix("env.") {
@@ -107,7 +111,7 @@ impl Ctx {
         }
         Err(format!(
             "${{{key}}}: unknown; use ${{port}}, ${{services.NAME.port|url|host}}, ${{env.NAME}}, \
-             ${{suite.dir}}, ${{profile}}, ${{results}} or ${{volley}} ($${{ is a literal ${{)"
+             ${{suite.dir}}, ${{profile}}, ${{results}}, ${{tmp}} or ${{volley}} ($${{ is a literal ${{)"
         ))
     }
 }
