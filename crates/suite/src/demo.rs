@@ -134,6 +134,7 @@ pub fn run(
         "Next: open the .html reports; `volley compare {} <another run>.json`; `volley http URL` against your own service; `volley run your-script.js`.",
         quick_json.display()
     );
+    outln!("A whole environment (PostgreSQL, the demo service, seed, profiles, teardown) in one command: volley suite run examples/suites/drive --profile smoke");
     [blast_code, script_code, tour_code]
         .into_iter()
         .find(|c| *c != code::OK)
