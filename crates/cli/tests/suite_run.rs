@@ -41,7 +41,11 @@ fn results_dir(dir: &Path, profile: &str) -> PathBuf {
 }
 
 fn find_results(dir: &Path, profile: &str) -> Option<PathBuf> {
-    let suite = std::fs::read_dir(dir.join("results")).ok()?.next()?.ok()?.path();
+    let suite = std::fs::read_dir(dir.join("results"))
+        .ok()?
+        .next()?
+        .ok()?
+        .path();
     let mut all: Vec<PathBuf> = std::fs::read_dir(suite.join(profile))
         .ok()?
         .map(|e| e.unwrap().path())
@@ -64,7 +68,9 @@ fn group_alive(pgid: u32) -> Vec<u32> {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
-        let Some(close) = stat.rfind(')') else { continue };
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
         let f: Vec<&str> = stat[close + 1..].split_whitespace().collect();
         if f.first() != Some(&"Z") && f.get(2).and_then(|p| p.parse().ok()) == Some(pgid) {
             out.push(pid);
@@ -160,7 +166,10 @@ thresholds = { http_req_failed = "rate<0.01" }
     let health = std::fs::read_to_string(res.join("health.json")).unwrap();
     assert!(health.contains("monitor_rss_bytes") && health.contains("\"api\""));
     let md = std::fs::read_to_string(res.join("suite.md")).unwrap();
-    assert!(md.contains("| health (run) |") && md.contains("| blast (http) |"), "{md}");
+    assert!(
+        md.contains("| health (run) |") && md.contains("| blast (http) |"),
+        "{md}"
+    );
     for pid in service_pids(&j) {
         assert!(group_alive(pid).is_empty(), "service group {pid} survived");
     }
@@ -185,13 +194,29 @@ command = "touch '${suite.dir}/ran'"
     let o = suite_run(&dir, "smoke", Duration::from_secs(30));
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains("service 'slow' was not ready after 1500ms"), "{err}");
+    assert!(
+        err.contains("service 'slow' was not ready after 1500ms"),
+        "{err}"
+    );
     assert!(err.contains("ready.http http://127.0.0.1:"), "{err}");
-    assert!(err.contains("connection refused") || err.contains("Connection refused"), "{err}");
-    assert!(err.contains("the-last-words") && err.contains("slow.log"), "{err}");
-    assert!(!dir.join("ran").exists(), "no step runs without the services");
+    assert!(
+        err.contains("connection refused") || err.contains("Connection refused"),
+        "{err}"
+    );
+    assert!(
+        err.contains("the-last-words") && err.contains("slow.log"),
+        "{err}"
+    );
+    assert!(
+        !dir.join("ran").exists(),
+        "no step runs without the services"
+    );
     let res = results_dir(&dir, "smoke");
-    let pid: u32 = std::fs::read_to_string(res.join("pid")).unwrap().trim().parse().unwrap();
+    let pid: u32 = std::fs::read_to_string(res.join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     assert!(group_alive(pid).is_empty(), "the service's group survived");
     let j = suite_json(&res);
     assert_eq!(j["exit_code"], 1);
@@ -239,7 +264,10 @@ command = "touch '${suite.dir}/ran'"
         // Wait until the long step is under way.
         let start = Instant::now();
         let res = loop {
-            assert!(start.elapsed() < Duration::from_secs(30), "the long step never started");
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the long step never started"
+            );
             if let Some(res) = find_results(&dir, "smoke") {
                 let j: serde_json::Value = std::fs::read_to_string(res.join("suite.json"))
                     .ok()
@@ -276,7 +304,10 @@ command = "touch '${suite.dir}/ran'"
         assert!(res.join("long.json").is_file());
         assert!(!dir.join("ran").exists(), "no step after the interruption");
         for pid in service_pids(&j) {
-            assert!(group_alive(pid).is_empty(), "service group {pid} survived SIG{name}");
+            assert!(
+                group_alive(pid).is_empty(),
+                "service group {pid} survived SIG{name}"
+            );
         }
     }
 }
@@ -303,8 +334,14 @@ command = "touch '${suite.dir}/ran'"
     let o = suite_run(&dir, "smoke", Duration::from_secs(30));
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains("seed step 'migrate' failed; no load was run"), "{err}");
-    assert!(err.contains("exit status: 3") && err.contains("migration-broke"), "{err}");
+    assert!(
+        err.contains("seed step 'migrate' failed; no load was run"),
+        "{err}"
+    );
+    assert!(
+        err.contains("exit status: 3") && err.contains("migration-broke"),
+        "{err}"
+    );
     assert!(!dir.join("ran").exists() && !dir.join("seed2").exists());
     let j = suite_json(&results_dir(&dir, "smoke"));
     assert_eq!(j["steps"].as_array().unwrap().len(), 1);
@@ -412,7 +449,10 @@ fn bad_files_get_file_line_column_a_hint_and_exit_104() {
             let o = volley().args(&args).output().unwrap();
             let err = stderr(&o);
             assert_eq!(o.status.code(), Some(104), "{args:?}\n{err}");
-            assert!(err.contains(&format!("{}{want}", p.display())), "want {want}:\n{err}");
+            assert!(
+                err.contains(&format!("{}{want}", p.display())),
+                "want {want}:\n{err}"
+            );
             assert!(err.contains(hint), "want {hint}:\n{err}");
         }
     }

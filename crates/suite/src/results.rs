@@ -12,23 +12,37 @@ use volley_report::view::{self, Figure, Sel};
 
 /// `root/suite/profile/20261128T001502Z` (a `-2`, `-3` ... suffix when that second is taken).
 pub fn create_dir(root: &Path, suite: &str, profile: &str) -> Result<PathBuf, String> {
-    let now = volley_metrics::time::rfc3339_ms(volley_metrics::time::unix_ms(std::time::SystemTime::now()));
-    let stamp: String = now[..19].chars().filter(|c| *c != '-' && *c != ':').collect::<String>() + "Z";
+    let now = volley_metrics::time::rfc3339_ms(volley_metrics::time::unix_ms(
+        std::time::SystemTime::now(),
+    ));
+    let stamp: String = now[..19]
+        .chars()
+        .filter(|c| *c != '-' && *c != ':')
+        .collect::<String>()
+        + "Z";
     let base = root.join(suite).join(profile);
     std::fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
     for n in 1..1000 {
-        let dir = if n == 1 { base.join(&stamp) } else { base.join(format!("{stamp}-{n}")) };
+        let dir = if n == 1 {
+            base.join(&stamp)
+        } else {
+            base.join(format!("{stamp}-{n}"))
+        };
         match std::fs::create_dir(&dir) {
             Ok(()) => {
                 let logs = dir.join("logs");
-                std::fs::create_dir_all(&logs).map_err(|e| format!("cannot create {}: {e}", logs.display()))?;
+                std::fs::create_dir_all(&logs)
+                    .map_err(|e| format!("cannot create {}: {e}", logs.display()))?;
                 return Ok(dir);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
         }
     }
-    Err(format!("cannot create a results directory under {}", base.display()))
+    Err(format!(
+        "cannot create a results directory under {}",
+        base.display()
+    ))
 }
 
 /// Where the baseline of each step comes from (`--baseline`).
@@ -98,7 +112,10 @@ fn checks(r: &RunResult) -> (u64, u64) {
 }
 
 fn thresholds(r: &RunResult) -> (usize, usize) {
-    (r.thresholds.iter().filter(|t| t.ok).count(), r.thresholds.len())
+    (
+        r.thresholds.iter().filter(|t| t.ok).count(),
+        r.thresholds.len(),
+    )
 }
 
 /// What the run knows so far; written after every step.
@@ -176,14 +193,24 @@ impl Report<'_> {
                     cell(figure(r, HTTP_REQ_DURATION, Figure::Avg), &ms),
                     cell(figure(r, HTTP_REQ_DURATION, Figure::P95), &ms),
                     cell(figure(r, HTTP_REQS, Figure::Rate), &num),
-                    cell(figure(r, DATA_RECEIVED, Figure::Rate), &|v| format!("{}/s", bytes(v))),
+                    cell(figure(r, DATA_RECEIVED, Figure::Rate), &|v| {
+                        format!("{}/s", bytes(v))
+                    }),
                     {
                         let c = checks(r);
-                        if c.1 == 0 { "-".into() } else { crate::tour::table::checks_cell(c) }
+                        if c.1 == 0 {
+                            "-".into()
+                        } else {
+                            crate::tour::table::checks_cell(c)
+                        }
                     },
                     {
                         let (ok, all) = thresholds(r);
-                        if all == 0 { "-".into() } else { format!("{} {ok}/{all}", if ok == all { "✓" } else { "✗" }) }
+                        if all == 0 {
+                            "-".into()
+                        } else {
+                            format!("{} {ok}/{all}", if ok == all { "✓" } else { "✗" })
+                        }
                     },
                 ),
                 None => {
@@ -193,7 +220,12 @@ impl Report<'_> {
             };
             let verdict = s.verdict.clone().unwrap_or_else(|| "-".into());
             let name = match &s.error {
-                Some(e) if s.result.is_none() => format!("{} ({}: {})", s.name, s.kind, e.lines().next().unwrap_or("").replace('|', "\\|")),
+                Some(e) if s.result.is_none() => format!(
+                    "{} ({}: {})",
+                    s.name,
+                    s.kind,
+                    e.lines().next().unwrap_or("").replace('|', "\\|")
+                ),
                 _ => format!("{} ({})", s.name, s.kind),
             };
             o.push_str(&format!(
@@ -203,7 +235,14 @@ impl Report<'_> {
             ));
         }
         match self.exit_code {
-            Some(c) => o.push_str(&format!("\nExit code {c}{}.\n", if self.interrupted { " (interrupted)" } else { "" })),
+            Some(c) => o.push_str(&format!(
+                "\nExit code {c}{}.\n",
+                if self.interrupted {
+                    " (interrupted)"
+                } else {
+                    ""
+                }
+            )),
             None => o.push_str("\n(the run is still going, or was killed)\n"),
         }
         for n in self.notes {
@@ -216,8 +255,12 @@ impl Report<'_> {
     pub fn write(&self) -> Result<(), String> {
         let j = self.dir.join("suite.json");
         let m = self.dir.join("suite.md");
-        std::fs::write(&j, serde_json::to_string_pretty(&self.json()).unwrap_or_default() + "\n")
-            .map_err(|e| format!("cannot write {}: {e}", j.display()))?;
-        std::fs::write(&m, self.markdown()).map_err(|e| format!("cannot write {}: {e}", m.display()))
+        std::fs::write(
+            &j,
+            serde_json::to_string_pretty(&self.json()).unwrap_or_default() + "\n",
+        )
+        .map_err(|e| format!("cannot write {}: {e}", j.display()))?;
+        std::fs::write(&m, self.markdown())
+            .map_err(|e| format!("cannot write {}: {e}", m.display()))
     }
 }

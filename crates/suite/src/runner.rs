@@ -62,10 +62,20 @@ pub fn check_file(path: Option<&Path>) -> i32 {
     };
     let order: Vec<&str> = s.services.iter().map(|x| x.name.as_str()).collect();
     outln!("{}: ok", path.display());
-    outln!("  services (start order): {}", if order.is_empty() { "none".into() } else { order.join(" → ") });
+    outln!(
+        "  services (start order): {}",
+        if order.is_empty() {
+            "none".into()
+        } else {
+            order.join(" → ")
+        }
+    );
     outln!("  seed steps: {}", s.seed.len());
     for (p, steps) in &s.profiles {
-        let names: Vec<String> = steps.iter().map(|x| format!("{} ({})", x.name, x.kind.word())).collect();
+        let names: Vec<String> = steps
+            .iter()
+            .map(|x| format!("{} ({})", x.name, x.kind.word()))
+            .collect();
         outln!("  profile {p}: {}", names.join(", "));
     }
     code::OK
@@ -82,7 +92,9 @@ impl Drop for Scratch {
 
 /// The context every string is expanded in, with ports chosen, and its `${tmp}`.
 fn context(s: &Suite, profile: &str, results: &Path) -> Result<(Ctx, Scratch), String> {
-    let tmp = results.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let tmp = results
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     let tmp = std::env::temp_dir().join(format!("volley-suite-{}-{tmp}", std::process::id()));
     std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
     let scratch = Scratch(tmp);
@@ -125,7 +137,12 @@ pub fn hold(path: Option<&Path>, seed: bool, ctl: &RunControl) -> i32 {
         Err(e) => return interrupted_or(ctl, &e),
     };
     if seed {
-        let env = steps::Env { suite: &s, ctx: &ctx, dir: &dir, ctl };
+        let env = steps::Env {
+            suite: &s,
+            ctx: &ctx,
+            dir: &dir,
+            ctl,
+        };
         for st in &s.seed {
             let r = steps::run(st, &env, &mut services);
             if let Some(e) = &r.error {
@@ -137,14 +154,24 @@ pub fn hold(path: Option<&Path>, seed: bool, ctl: &RunControl) -> i32 {
     for (n, e) in &ctx.services {
         outln!("{n}\t{}\tport {}", e.url, e.port);
     }
-    outln!("logs in {}; Ctrl-C stops everything", dir.join("logs").display());
+    outln!(
+        "logs in {}; Ctrl-C stops everything",
+        dir.join("logs").display()
+    );
     loop {
         if ctl.is_stopped() {
             break;
         }
-        if let Some((n, why)) = services.list.iter_mut().find_map(|r| r.exited().map(|w| (r.name.clone(), w))) {
+        if let Some((n, why)) = services
+            .list
+            .iter_mut()
+            .find_map(|r| r.exited().map(|w| (r.name.clone(), w)))
+        {
             let errs = services.stop_all();
-            return crate::fail(&format!("service '{n}' exited ({why}){}", teardown_note(&errs)));
+            return crate::fail(&format!(
+                "service '{n}' exited ({why}){}",
+                teardown_note(&errs)
+            ));
         }
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
@@ -192,7 +219,10 @@ pub fn run(o: &RunOptions, ctl: &RunControl) -> i32 {
         None => None,
         Some(b) if Path::new(b).is_dir() => Some(Baseline::Dir(PathBuf::from(b))),
         Some(b) => match &s.outputs.history {
-            Some(db) => Some(Baseline::History { db: db.clone(), which: volley_history::Baseline::parse(b) }),
+            Some(db) => Some(Baseline::History {
+                db: db.clone(),
+                which: volley_history::Baseline::parse(b),
+            }),
             None => {
                 eprintln!("volley: error: --baseline {b}: not a results directory, and no history to look it up in\n  hint: give --history DB (or [outputs] history), or an earlier results directory");
                 return code::USAGE;
@@ -208,8 +238,15 @@ pub fn run(o: &RunOptions, ctl: &RunControl) -> i32 {
         Ok(c) => c,
         Err(e) => return crate::fail(&e),
     };
-    say(&format!("{} profile {} → {}", path.display(), o.profile, dir.display()));
-    let started = volley_metrics::time::rfc3339_ms(volley_metrics::time::unix_ms(std::time::SystemTime::now()));
+    say(&format!(
+        "{} profile {} → {}",
+        path.display(),
+        o.profile,
+        dir.display()
+    ));
+    let started = volley_metrics::time::rfc3339_ms(volley_metrics::time::unix_ms(
+        std::time::SystemTime::now(),
+    ));
     let mut run = Run {
         suite: &s,
         profile: &o.profile,
@@ -232,9 +269,22 @@ pub fn run(o: &RunOptions, ctl: &RunControl) -> i32 {
     run.services = services
         .list
         .iter()
-        .map(|r| (r.name.clone(), ctx.services.get(&r.name).map_or(String::new(), |e| e.url.clone()), r.pid))
+        .map(|r| {
+            (
+                r.name.clone(),
+                ctx.services
+                    .get(&r.name)
+                    .map_or(String::new(), |e| e.url.clone()),
+                r.pid,
+            )
+        })
         .collect();
-    let env = steps::Env { suite: &s, ctx: &ctx, dir: &dir, ctl };
+    let env = steps::Env {
+        suite: &s,
+        ctx: &ctx,
+        dir: &dir,
+        ctl,
+    };
     let mut exit = code::OK;
     // Seed: any failure stops the run before load.
     let mut seeded = true;
@@ -258,12 +308,29 @@ pub fn run(o: &RunOptions, ctl: &RunControl) -> i32 {
             if ctl.is_stopped() {
                 break;
             }
-            let c = run.step(st, &format!("{}/{n}", i + 1), &env, &mut services, baseline.as_ref());
+            let c = run.step(
+                st,
+                &format!("{}/{n}", i + 1),
+                &env,
+                &mut services,
+                baseline.as_ref(),
+            );
             exit = exit.max(c);
             // A service that died under load makes every later figure meaningless.
-            if let Some((name, why)) = services.list.iter_mut().find_map(|r| r.exited().map(|w| (r.name.clone(), w))) {
-                let log = services.get(&name).map(|r| r.log.clone()).unwrap_or_default();
-                let msg = format!("service '{name}' exited during step '{}' ({why}){}", st.name, crate::services::ready::log_tail(&log));
+            if let Some((name, why)) = services
+                .list
+                .iter_mut()
+                .find_map(|r| r.exited().map(|w| (r.name.clone(), w)))
+            {
+                let log = services
+                    .get(&name)
+                    .map(|r| r.log.clone())
+                    .unwrap_or_default();
+                let msg = format!(
+                    "service '{name}' exited during step '{}' ({why}){}",
+                    st.name,
+                    crate::services::ready::log_tail(&log)
+                );
                 say(&msg);
                 run.notes.push(msg);
                 exit = exit.max(code::FAILURE);
@@ -271,7 +338,10 @@ pub fn run(o: &RunOptions, ctl: &RunControl) -> i32 {
             }
             if c != code::OK && !o.keep_going {
                 if i + 1 < n {
-                    run.notes.push(format!("stopped after step '{}' failed (--keep-going runs the rest)", st.name));
+                    run.notes.push(format!(
+                        "stopped after step '{}' failed (--keep-going runs the rest)",
+                        st.name
+                    ));
                 }
                 break;
             }
@@ -347,7 +417,11 @@ impl Run<'_> {
             (Some(e), c) => format!("✗ exit {c}: {}", e.lines().next().unwrap_or("")),
             (None, c) => format!("✗ exit {c}"),
         };
-        say(&format!("[{label}] {} {:.1}s {verdict}", st.name, r.took.as_secs_f64()));
+        say(&format!(
+            "[{label}] {} {:.1}s {verdict}",
+            st.name,
+            r.took.as_secs_f64()
+        ));
         if let Some(e) = &r.error {
             if e.contains('\n') {
                 eprintln!("{e}");

@@ -119,7 +119,10 @@ fn after(step: &StepDef, env: &Env, r: &mut StepResult) -> volley_run::after::Af
         labels: o.labels.clone(),
         quiet: true,
     };
-    for p in [&a.save, &a.summary_export, &a.report].into_iter().flatten() {
+    for p in [&a.save, &a.summary_export, &a.report]
+        .into_iter()
+        .flatten()
+    {
         r.files.push(rel(env.dir, p));
     }
     a
@@ -154,7 +157,11 @@ fn run_script(
             .collect();
         flags.insert("stages".into(), list.into());
     }
-    let ndjson = env.suite.outputs.ndjson.then(|| env.dir.join(format!("{}.ndjson", step.name)));
+    let ndjson = env
+        .suite
+        .outputs
+        .ndjson
+        .then(|| env.dir.join(format!("{}.ndjson", step.name)));
     if let Some(p) = &ndjson {
         r.files.push(rel(env.dir, p));
     }
@@ -169,7 +176,11 @@ fn run_script(
         ..Default::default()
     };
     let pairs: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    let mut command = vec!["volley".to_string(), "run".into(), script.display().to_string()];
+    let mut command = vec![
+        "volley".to_string(),
+        "run".into(),
+        script.display().to_string(),
+    ];
     for (k, v) in &pairs {
         command.extend(["-e".to_string(), format!("{k}={v}")]);
     }
@@ -233,7 +244,11 @@ fn blast(
     env: &Env,
     services: &mut Services,
 ) -> Result<(RunResult, Outcome), String> {
-    let flags: Vec<String> = h.thresholds.iter().map(|(k, e)| format!("{k}:{e}")).collect();
+    let flags: Vec<String> = h
+        .thresholds
+        .iter()
+        .map(|(k, e)| format!("{k}:{e}"))
+        .collect();
     let ths = volley_run::checks::quick_thresholds(&flags)?;
     let mut result = volley_engine::run_quick_monitored(cfg, &monitor(services), env.ctl, |_| {})?;
     volley_run::execute::judge(&ths, &[], &mut result);
@@ -255,7 +270,10 @@ fn run_http(step: &StepDef, h: &Http, env: &Env, services: &mut Services) -> Ste
         Err(e) => return r.fail(code::FAILURE, e),
     };
     if let Err(e) = volley_http::Target::parse(&cfg.url) {
-        return r.fail(code::FAILURE, format!("{}: http = \"{}\": {e}", step.at, cfg.url));
+        return r.fail(
+            code::FAILURE,
+            format!("{}: http = \"{}\": {e}", step.at, cfg.url),
+        );
     }
     let Some(vs) = &h.vs else {
         let (mut result, outcome) = match blast(&cfg, h, env, services) {
@@ -301,7 +319,10 @@ fn run_http(step: &StepDef, h: &Http, env: &Env, services: &mut Services) -> Ste
     }
     let n = ra.len().min(rb.len());
     if n == 0 {
-        return r.fail(code::INTERRUPTED, "interrupted before a full A/B round".into());
+        return r.fail(
+            code::INTERRUPTED,
+            "interrupted before a full A/B round".into(),
+        );
     }
     ra.truncate(n);
     rb.truncate(n);
@@ -328,7 +349,11 @@ fn run_http(step: &StepDef, h: &Http, env: &Env, services: &mut Services) -> Ste
         worst.exit_code()
     };
     if r.code != code::OK {
-        r.error = Some(format!("A/B rounds: exit {} (see {})", r.code, rel(env.dir, &text)));
+        r.error = Some(format!(
+            "A/B rounds: exit {} (see {})",
+            r.code,
+            rel(env.dir, &text)
+        ));
     }
     // The table shows side A; the comparison is in NAME.ab.txt.
     r.result = Some(first);
@@ -356,12 +381,20 @@ fn run_command(
     let files = std::fs::File::create(&log).and_then(|f| Ok((f.try_clone()?, f)));
     let (out, err) = match files {
         Ok(f) => f,
-        Err(e) => return r.fail(code::FAILURE, format!("cannot create {}: {e}", log.display())),
+        Err(e) => {
+            return r.fail(
+                code::FAILURE,
+                format!("cannot create {}: {e}", log.display()),
+            )
+        }
     };
     let mut r = r;
     r.files.push(rel(env.dir, &log));
     let spawned = process::command(&cmd, vars, Some(&cwd), Stdio::from(out), Stdio::from(err))
-        .and_then(|mut c| c.spawn().map_err(|e| format!("cannot run `{}`: {e}", process::show(&cmd))));
+        .and_then(|mut c| {
+            c.spawn()
+                .map_err(|e| format!("cannot run `{}`: {e}", process::show(&cmd)))
+        });
     let mut child = match spawned {
         Ok(c) => c,
         Err(e) => return r.fail(code::FAILURE, e),
@@ -381,7 +414,13 @@ fn run_command(
     }
 }
 
-fn run_sql(step: &StepDef, file: &str, service: &str, env: &Env, services: &Services) -> StepResult {
+fn run_sql(
+    step: &StepDef,
+    file: &str,
+    service: &str,
+    env: &Env,
+    services: &Services,
+) -> StepResult {
     let r = StepResult::new(step);
     let path: PathBuf = match expand(step, env, file) {
         Ok(f) => env.suite.dir.join(f),

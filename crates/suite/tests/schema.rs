@@ -45,7 +45,9 @@ fn accepted(toml_with_zzz: &str) -> BTreeSet<String> {
 /// its first part; "`x`, `y`" is two keys).
 fn documented(heading: &str) -> BTreeSet<String> {
     let text = std::fs::read_to_string(root().join("docs/suite.md")).unwrap();
-    let start = text.find(&format!("\n### {heading}")).unwrap_or_else(|| panic!("{heading}"));
+    let start = text
+        .find(&format!("\n### {heading}"))
+        .unwrap_or_else(|| panic!("{heading}"));
     let rest = &text[start + 1..];
     let end = rest[4..].find("\n### ").map_or(rest.len(), |i| i + 4);
     let mut keys = BTreeSet::new();
@@ -99,7 +101,11 @@ fn schema_docs_and_parser_agree_on_every_key() {
     }
     // Steps are documented in several tables (every step, run, http, command and sql).
     let step = props(&d["step"]);
-    assert_eq!(step, accepted("[[seed]]\nzzz = 1\n"), "step: schema vs parser");
+    assert_eq!(
+        step,
+        accepted("[[seed]]\nzzz = 1\n"),
+        "step: schema vs parser"
+    );
     assert_eq!(step, documented("Steps"), "step: schema vs docs/suite.md");
     // `ready.*` keys.
     let ready = props(&d["service"]["properties"]["ready"]);

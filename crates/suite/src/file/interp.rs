@@ -152,7 +152,8 @@ mod tests {
         assert_eq!(c.expand("${env.HOME}/x").unwrap(), "/root/x");
         assert_eq!(c.expand("${env.NOPE:-7}").unwrap(), "7");
         assert_eq!(
-            c.expand("$HOME $$ $${HOME} ${ services.db.port }$").unwrap(),
+            c.expand("$HOME $$ $${HOME} ${ services.db.port }$")
+                .unwrap(),
             "$HOME $$ ${HOME} 5433$"
         );
     }
@@ -161,8 +162,14 @@ mod tests {
     fn bad_references_say_what_exists() {
         let c = ctx();
         let e = c.expand("${services.cache.port}").unwrap_err();
-        assert!(e.contains("no service 'cache'") && e.contains("api, db"), "{e}");
-        assert!(c.expand("${port}").unwrap_err().contains("services.NAME.port"));
+        assert!(
+            e.contains("no service 'cache'") && e.contains("api, db"),
+            "{e}"
+        );
+        assert!(c
+            .expand("${port}")
+            .unwrap_err()
+            .contains("services.NAME.port"));
         assert!(c.expand("${env.NOPE}").unwrap_err().contains(":-value"));
         assert!(c.expand("${services.db.pid}").unwrap_err().contains(".url"));
         assert!(c.expand("${oops").unwrap_err().contains("closing"));

@@ -30,8 +30,9 @@ pub fn expose(suite: &Suite, base: &Ctx) -> Result<BTreeMap<String, Exposed>, St
         let port = match s.port {
             Some(p) => p,
             None => {
-                let l = std::net::TcpListener::bind("127.0.0.1:0")
-                    .map_err(|e| format!("cannot find a free port for service '{}': {e}", s.name))?;
+                let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| {
+                    format!("cannot find a free port for service '{}': {e}", s.name)
+                })?;
                 let p = l.local_addr().map_err(|e| e.to_string())?.port();
                 held.push(l);
                 p
@@ -54,7 +55,9 @@ pub fn expose(suite: &Suite, base: &Ctx) -> Result<BTreeMap<String, Exposed>, St
     for s in &suite.services {
         if let Some(t) = &s.url {
             ctx.this = Some(s.name.clone());
-            let url = ctx.expand(t).map_err(|e| format!("{}: services.{}.url: {e}", s.at, s.name))?;
+            let url = ctx
+                .expand(t)
+                .map_err(|e| format!("{}: services.{}.url: {e}", s.at, s.name))?;
             if let Some(e) = out.get_mut(&s.name) {
                 e.url = url;
             }
@@ -98,7 +101,9 @@ impl Running {
                 Ok(Some(st)) => Some(st.to_string()),
                 _ => None,
             },
-            Inner::Postgres(_) => (!process::alive(self.pid)).then(|| "the postmaster is gone".into()),
+            Inner::Postgres(_) => {
+                (!process::alive(self.pid)).then(|| "the postmaster is gone".into())
+            }
             Inner::Stopped => Some("stopped".into()),
         }
     }
@@ -148,7 +153,8 @@ impl Services {
         ctl: &RunControl,
         mut note: impl FnMut(&str),
     ) -> Result<Services, String> {
-        std::fs::create_dir_all(logs).map_err(|e| format!("cannot create {}: {e}", logs.display()))?;
+        std::fs::create_dir_all(logs)
+            .map_err(|e| format!("cannot create {}: {e}", logs.display()))?;
         let mut all = Services::default();
         for def in &suite.services {
             if ctl.is_stopped() {
@@ -225,7 +231,10 @@ fn start_one(
     ctl: &RunControl,
 ) -> Result<Running, String> {
     let log = logs.join(format!("{}.log", def.name));
-    let x = |s: &str| ctx.expand(s).map_err(|e| format!("{}: services.{}: {e}", def.at, def.name));
+    let x = |s: &str| {
+        ctx.expand(s)
+            .map_err(|e| format!("{}: services.{}: {e}", def.at, def.name))
+    };
     let port = ctx.services.get(&def.name).map_or(0, |e| e.port);
     match &def.kind {
         Kind::Postgres {
@@ -238,17 +247,15 @@ fn start_one(
                 .iter()
                 .map(|f| x(f).map(|f| suite.dir.join(f)))
                 .collect::<Result<_, _>>()?;
-            let pg = postgres::start(
-                &postgres::Spec {
-                    user,
-                    database,
-                    password: password.as_deref(),
-                    port,
-                    init_sql: init,
-                    log: &log,
-                    timeout: def.timeout,
-                },
-            )
+            let pg = postgres::start(&postgres::Spec {
+                user,
+                database,
+                password: password.as_deref(),
+                port,
+                init_sql: init,
+                log: &log,
+                timeout: def.timeout,
+            })
             .map_err(|e| format!("service '{}' (kind = \"postgres\"): {e}", def.name))?;
             process::register(pg.pid(), false);
             Ok(Running {
@@ -260,7 +267,8 @@ fn start_one(
         }
         Kind::Command { command, env, cwd } => {
             let xc = |c| {
-                expand_command(c, ctx).map_err(|e| format!("{}: services.{}: {e}", def.at, def.name))
+                expand_command(c, ctx)
+                    .map_err(|e| format!("{}: services.{}: {e}", def.at, def.name))
             };
             let command = xc(command)?;
             let mut vars = BTreeMap::new();

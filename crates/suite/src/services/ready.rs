@@ -48,12 +48,7 @@ pub struct Wait<'a> {
 }
 
 /// Polls `probes` until every one has passed once. `Err` is the user's message.
-pub fn wait(
-    w: &Wait,
-    probes: &[Probe],
-    child: &mut Child,
-    ctl: &RunControl,
-) -> Result<(), String> {
+pub fn wait(w: &Wait, probes: &[Probe], child: &mut Child, ctl: &RunControl) -> Result<(), String> {
     let start = Instant::now();
     let mut passed = vec![false; probes.len()];
     let mut last: Vec<String> = vec!["not tried yet".into(); probes.len()];
@@ -72,7 +67,11 @@ pub fn wait(
             return Ok(());
         }
         let failing = passed.iter().position(|p| !p).unwrap_or(0);
-        let what = format!("{} (last attempt: {})", probes[failing].describe(), last[failing]);
+        let what = format!(
+            "{} (last attempt: {})",
+            probes[failing].describe(),
+            last[failing]
+        );
         if let Ok(Some(st)) = child.try_wait() {
             return Err(format!(
                 "service '{}' exited ({st}) before it was ready: {what}{}",
@@ -81,7 +80,10 @@ pub fn wait(
             ));
         }
         if ctl.is_stopped() {
-            return Err(format!("interrupted while service '{}' was starting", w.name));
+            return Err(format!(
+                "interrupted while service '{}' was starting",
+                w.name
+            ));
         }
         if start.elapsed() >= w.timeout {
             return Err(format!(
@@ -183,7 +185,12 @@ fn http_get(url: &str) -> Result<(), String> {
         .split_whitespace()
         .nth(1)
         .and_then(|c| c.parse().ok())
-        .ok_or_else(|| format!("not an HTTP response: {:?}", line.lines().next().unwrap_or("")))?;
+        .ok_or_else(|| {
+            format!(
+                "not an HTTP response: {:?}",
+                line.lines().next().unwrap_or("")
+            )
+        })?;
     if (200..400).contains(&status) {
         Ok(())
     } else {
