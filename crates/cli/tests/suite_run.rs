@@ -34,6 +34,18 @@ fn suite_run(dir: &Path, profile: &str, limit: Duration) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// A profile whose step leaves a mark: a test asserts it never ran.
+const TOUCH_RAN: &str =
+    "[profiles.smoke]\n[[profiles.smoke.steps]]\ncommand = \"touch '${suite.dir}/ran'\"\n";
+
+/// Runs the smoke profile, which must fail with exit code 1; its stderr.
+fn fails_with_1(dir: &Path) -> String {
+    let o = suite_run(dir, "smoke", Duration::from_secs(30));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    err
+}
+
 /// The one results directory a run made: DIR/results/SUITE/PROFILE/TIMESTAMP (the suite's
 /// name is its directory's unless it names itself).
 fn results_dir(dir: &Path, profile: &str) -> PathBuf {
@@ -180,20 +192,17 @@ fn readiness_that_never_comes_names_the_probe_and_the_log_and_leaves_nothing() {
     let dir = scratch("suite-ready");
     write_suite(
         &dir,
-        r#"
+        &(r#"
 [services.slow]
 command = "echo booting; echo the-last-words >&2; sleep 31 & echo $$ > '${results}/pid'; exec sleep 30"
 ready.http = "http://127.0.0.1:${port}/health"
 timeout = "1500ms"
 
-[profiles.smoke]
-[[profiles.smoke.steps]]
-command = "touch '${suite.dir}/ran'"
-"#,
+"#
+        .to_string()
+            + TOUCH_RAN),
     );
-    let o = suite_run(&dir, "smoke", Duration::from_secs(30));
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(1), "{err}");
+    let err = fails_with_1(&dir);
     assert!(
         err.contains("service 'slow' was not ready after 1500ms"),
         "{err}"
@@ -317,7 +326,7 @@ fn a_failing_seed_stops_before_load_and_names_the_step() {
     let dir = scratch("suite-seed");
     write_suite(
         &dir,
-        r#"
+        &(r#"
 [[seed]]
 name = "migrate"
 command = "echo migration-broke >&2; exit 3"
@@ -326,14 +335,11 @@ command = "echo migration-broke >&2; exit 3"
 name = "never"
 command = "touch '${suite.dir}/seed2'"
 
-[profiles.smoke]
-[[profiles.smoke.steps]]
-command = "touch '${suite.dir}/ran'"
-"#,
+"#
+        .to_string()
+            + TOUCH_RAN),
     );
-    let o = suite_run(&dir, "smoke", Duration::from_secs(30));
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(1), "{err}");
+    let err = fails_with_1(&dir);
     assert!(
         err.contains("seed step 'migrate' failed; no load was run"),
         "{err}"
@@ -473,4 +479,52 @@ mod libc_sig {
     extern "C" {
         pub fn kill(pid: i32, sig: i32) -> i32;
     }
+}
+
+#[test]
+fn suite_services_holds_the_environment_until_ctrl_c() {
+    use std::io::{BufRead, BufReader};
+    let dir = scratch("suite-services");
+    write_suite(
+        &dir,
+        r#"
+[services.target]
+command = ["${volley}", "target", "--listen", "127.0.0.1:${port}"]
+ready.http = "http://127.0.0.1:${port}/"
+
+[[seed]]
+command = "touch '${suite.dir}/seeded'"
+
+[profiles.smoke]
+[[profiles.smoke.steps]]
+command = "true"
+"#,
+    );
+    let mut child = volley()
+        .args(["suite", "services", dir.to_str().unwrap(), "--seed"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    // `NAME<TAB>URL<TAB>port N`: the service answers while held.
+    let url = line.split('\t').nth(1).unwrap_or_else(|| panic!("{line}")).to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+    assert!(dir.join("seeded").exists(), "--seed ran the seed steps");
+    let port: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+    // SAFETY: a plain syscall to our own child.
+    unsafe { libc_sig::kill(child.id() as i32, libc_sig::SIGINT) };
+    let t = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(t.elapsed() < Duration::from_secs(20), "Ctrl-C did not stop it");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("stopped every service"));
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
 }

@@ -47,6 +47,20 @@ pub fn run_with(
     })
 }
 
+/// The command line that repeats a run, `volley run SCRIPT -e K=V...`, recorded in its result
+/// file.
+pub fn command_line(script: &Path, env: &[(String, String)]) -> Vec<String> {
+    let mut command = vec![
+        "volley".to_string(),
+        "run".into(),
+        script.display().to_string(),
+    ];
+    for (k, v) in env {
+        command.extend(["-e".to_string(), format!("{k}={v}")]);
+    }
+    command
+}
+
 /// `volley run`'s exit code for a run that completed.
 pub fn outcome_code(out: &RunOutput) -> i32 {
     out.outcome.exit_code()

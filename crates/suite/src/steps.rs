@@ -176,14 +176,7 @@ fn run_script(
         ..Default::default()
     };
     let pairs: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    let mut command = vec![
-        "volley".to_string(),
-        "run".into(),
-        script.display().to_string(),
-    ];
-    for (k, v) in &pairs {
-        command.extend(["-e".to_string(), format!("{k}={v}")]);
-    }
+    let command = crate::script::command_line(&script, &pairs);
     let out = match crate::script::run_with(&script, &pairs, &cli, command, &env.ctl.child()) {
         Ok(o) => o,
         Err((c, e)) => return r.fail(c, e),
@@ -212,15 +205,36 @@ fn quick_config(h: &Http, url: String, step: &StepDef, env: &Env) -> Result<Quic
         None => Body::Empty,
     };
     let connections = h.connections.min(h.requests.unwrap_or(u64::MAX)).max(1) as usize;
-    Ok(QuickConfig {
+    let mut cfg = quick_defaults(url, connections, h.duration);
+    cfg.method = h.method.clone();
+    cfg.headers = headers;
+    cfg.body = body;
+    cfg.requests = h.requests;
+    cfg.timeout = Duration::from_secs(30);
+    cfg.pipeline = h.pipeline as usize;
+    cfg.http2 = h.http2;
+    cfg.rate = h.rate.map(volley_engine::RateSchedule::constant);
+    cfg.max_connections = connections.saturating_mul(10).clamp(100, 65_535);
+    cfg.command = vec!["volley".into(), "suite".into(), step.name.clone()];
+    Ok(cfg)
+}
+
+/// `volley http URL -c N -z D`'s configuration with every other flag at its default (plain
+/// GET, keep-alive, 10 s timeout): the suite's http steps and the demo's blast start here.
+pub(crate) fn quick_defaults(
+    url: String,
+    connections: usize,
+    duration: Option<Duration>,
+) -> QuickConfig {
+    QuickConfig {
         url,
-        method: h.method.clone(),
-        headers,
-        body,
+        method: "GET".into(),
+        headers: Vec::new(),
+        body: Body::Empty,
         connections,
-        duration: h.duration,
-        requests: h.requests,
-        timeout: Duration::from_secs(30),
+        duration,
+        requests: None,
+        timeout: Duration::from_secs(10),
         connect_timeout: Duration::from_secs(5),
         keepalive: true,
         tls: TlsOptions {
@@ -228,13 +242,13 @@ fn quick_config(h: &Http, url: String, step: &StepDef, env: &Env) -> Result<Quic
             cacert: None,
         },
         threads: 0,
-        pipeline: h.pipeline as usize,
-        http2: h.http2,
+        pipeline: 1,
+        http2: false,
         h2_streams: 1,
-        rate: h.rate.map(volley_engine::RateSchedule::constant),
-        max_connections: connections.saturating_mul(10).clamp(100, 65_535),
-        command: vec!["volley".into(), "suite".into(), step.name.clone()],
-    })
+        rate: None,
+        max_connections: connections,
+        command: std::env::args().collect(),
+    }
 }
 
 /// One blast, judged by the step's thresholds; `Err` when it could not run at all.

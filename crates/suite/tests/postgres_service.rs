@@ -35,6 +35,17 @@ fn results(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(run.join("suite.json")).unwrap()).unwrap()
 }
 
+fn smoke(dir: &Path) -> RunOptions {
+    RunOptions {
+        path: Some(dir.to_path_buf()),
+        profile: "smoke".into(),
+        results: None,
+        keep_going: false,
+        baseline: None,
+        history: None,
+    }
+}
+
 fn alive(pid: u64) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
         s.rfind(')')
@@ -91,15 +102,7 @@ fn a_postgres_service_is_provisioned_seeded_and_removed() {
         "DO $$ BEGIN IF (SELECT count(*) FROM items) <> 3 THEN RAISE EXCEPTION 'wrong count'; END IF; END $$;\n",
     )
     .unwrap();
-    let o = RunOptions {
-        path: Some(dir.clone()),
-        profile: "smoke".into(),
-        results: None,
-        keep_going: false,
-        baseline: None,
-        history: None,
-    };
-    let code = run(&o, &RunControl::new());
+    let code = run(&smoke(&dir), &RunControl::new());
     let j = results(&dir);
     assert_eq!(code, 0, "{j:#}");
     let steps: Vec<&str> = j["steps"]
@@ -133,15 +136,7 @@ fn an_sql_seed_error_is_located_and_stops_the_run() {
     )
     .unwrap();
     std::fs::write(dir.join("broken.sql"), "SELECT 1;\nSELEC 2;\n").unwrap();
-    let o = RunOptions {
-        path: Some(dir.clone()),
-        profile: "smoke".into(),
-        results: None,
-        keep_going: false,
-        baseline: None,
-        history: None,
-    };
-    assert_eq!(run(&o, &RunControl::new()), 1);
+    assert_eq!(run(&smoke(&dir), &RunControl::new()), 1);
     let j = results(&dir);
     let e = j["steps"][0]["error"].as_str().unwrap();
     assert!(e.contains("broken.sql:2:"), "{e}");
