@@ -510,7 +510,11 @@ command = "true"
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
     // `NAME<TAB>URL<TAB>port N`: the service answers while held.
-    let url = line.split('\t').nth(1).unwrap_or_else(|| panic!("{line}")).to_string();
+    let url = line
+        .split('\t')
+        .nth(1)
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
     assert!(url.starts_with("http://127.0.0.1:"), "{line}");
     assert!(dir.join("seeded").exists(), "--seed ran the seed steps");
     let port: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
@@ -520,7 +524,10 @@ command = "true"
     unsafe { libc_sig::kill(child.id() as i32, libc_sig::SIGINT) };
     let t = Instant::now();
     while child.try_wait().unwrap().is_none() {
-        assert!(t.elapsed() < Duration::from_secs(20), "Ctrl-C did not stop it");
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "Ctrl-C did not stop it"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let o = child.wait_with_output().unwrap();
