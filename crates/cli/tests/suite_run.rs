@@ -535,3 +535,65 @@ command = "true"
     assert!(stderr(&o).contains("stopped every service"));
     assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
 }
+
+#[test]
+fn baselines_from_the_history_or_an_earlier_results_dir_fill_the_verdict() {
+    let dir = scratch("suite-baseline");
+    write_suite(
+        &dir,
+        r#"
+[services.target]
+command = ["${volley}", "target", "--listen", "127.0.0.1:${port}"]
+ready.tcp = "127.0.0.1:${port}"
+
+[profiles.smoke]
+[[profiles.smoke.steps]]
+name = "blast"
+http = "${services.target.url}/"
+duration = "1s"
+connections = 2
+"#,
+    );
+    let db = dir.join("history.db");
+    let n = std::cell::Cell::new(0);
+    let run = |extra: &[&str]| {
+        n.set(n.get() + 1);
+        // Each run its own results root: ROOT/SUITE/smoke/TIMESTAMP.
+        let root = dir.join(format!("r{}", n.get()));
+        let o = volley()
+            .args(["suite", "run", dir.to_str().unwrap(), "-p", "smoke"])
+            .args(["--history", db.to_str().unwrap(), "--results"])
+            .arg(&root)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let suite = std::fs::read_dir(&root)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let res = std::fs::read_dir(suite.join("smoke"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        (suite_json(&res), res)
+    };
+    let (first, first_dir) = run(&[]);
+    assert!(
+        first["steps"][0]["verdict"].is_null(),
+        "no --baseline, no verdict"
+    );
+    let (second, _) = run(&["--baseline", "last"]);
+    let v = second["steps"][0]["verdict"].as_str().unwrap().to_string();
+    assert!(v == "no regression" || v.starts_with("regressed: "), "{v}");
+    let (third, _) = run(&["--baseline", first_dir.to_str().unwrap()]);
+    let v = third["steps"][0]["verdict"].as_str().unwrap();
+    assert!(v == "no regression" || v.starts_with("regressed: "), "{v}");
+    // An unknown label has no baseline, and says so.
+    let (fourth, _) = run(&["--baseline", "no-such-label", "--keep-going"]);
+    assert_eq!(fourth["steps"][0]["verdict"], "no baseline");
+}
