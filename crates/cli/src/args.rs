@@ -45,6 +45,8 @@ pub enum Command {
     Inspect(Box<crate::archive_cmd::ScriptArgs>),
     /// Merge the result files of a test's instances into one; judge thresholds on the whole
     Merge(crate::merge_cmd::MergeArgs),
+    /// Run a suite file: services, readiness, seed, profiles, results, teardown
+    Suite(crate::suite_cmd::SuiteArgs),
 }
 
 #[derive(Args, Debug)]

@@ -24,6 +24,7 @@ mod report_cmd;
 mod run_cmd;
 mod signals;
 mod verify_cmd;
+mod suite_cmd;
 
 use clap::Parser;
 
@@ -72,6 +73,7 @@ fn main() {
         args::Command::Archive(a) => archive_cmd::archive(*a),
         args::Command::Inspect(a) => archive_cmd::inspect(*a),
         args::Command::Merge(a) => merge_cmd::run(a),
+        args::Command::Suite(a) => suite_cmd::run(a),
     };
     std::process::exit(code);
 }

@@ -14,6 +14,13 @@ const LAST_RESORT: std::time::Duration = std::time::Duration::from_secs(3);
 /// default action) and serve them on a small background thread.
 #[cfg(unix)]
 pub fn install(ctl: RunControl) {
+    install_with(ctl, || {});
+}
+
+/// [`install`], with `before_exit` called when the process exits on the last resort (e.g.
+/// `volley suite` kills its services' process groups: no destructor runs after `exit`).
+#[cfg(unix)]
+pub fn install_with(ctl: RunControl, before_exit: fn()) {
     use tokio::signal::unix::{signal, SignalKind};
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -46,6 +53,7 @@ pub fn install(ctl: RunControl) {
                     eprintln!("volley: still not stopped after {}s; exiting", LAST_RESORT.as_secs());
                 }
             }
+            before_exit();
             std::process::exit(crate::exit::INTERRUPTED);
         });
     });
@@ -53,6 +61,9 @@ pub fn install(ctl: RunControl) {
 
 #[cfg(not(unix))]
 pub fn install(_ctl: RunControl) {}
+
+#[cfg(not(unix))]
+pub fn install_with(_ctl: RunControl, _before_exit: fn()) {}
 
 /// What the first signal waits for, in words.
 fn waiting_for(ctl: &RunControl) -> String {

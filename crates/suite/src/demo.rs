@@ -9,8 +9,7 @@ use crate::{code, examples::QUICKSTART, tour};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use volley_engine::{run_quick, QuickConfig, QuickSummary, RunControl};
-use volley_http::{Body, TlsOptions};
+use volley_engine::{run_quick, QuickSummary, RunControl};
 use volley_metrics::{names::HTTP_REQS, RunResult};
 
 /// The intro's load steps when `-z` is not given.
@@ -134,6 +133,7 @@ pub fn run(
         "Next: open the .html reports; `volley compare {} <another run>.json`; `volley http URL` against your own service; `volley run your-script.js`.",
         quick_json.display()
     );
+    outln!("A whole environment (PostgreSQL, the demo service, seed, profiles, teardown) in one command: volley suite run examples/suites/drive --profile smoke");
     [blast_code, script_code, tour_code]
         .into_iter()
         .find(|c| *c != code::OK)
@@ -157,29 +157,7 @@ fn blast(
         cfg.connections,
         flag_duration(cfg.duration)
     );
-    let quick = QuickConfig {
-        url: url.clone(),
-        method: "GET".into(),
-        headers: Vec::new(),
-        body: Body::Empty,
-        connections: cfg.connections,
-        duration: Some(cfg.duration),
-        requests: None,
-        timeout: Duration::from_secs(10),
-        connect_timeout: Duration::from_secs(5),
-        keepalive: true,
-        tls: TlsOptions {
-            insecure: false,
-            cacert: None,
-        },
-        threads: 0,
-        pipeline: 1,
-        http2: false,
-        h2_streams: 1,
-        rate: None,
-        max_connections: cfg.connections,
-        command: std::env::args().collect(),
-    };
+    let quick = crate::steps::quick_defaults(url.clone(), cfg.connections, Some(cfg.duration));
     let live = std::io::stderr().is_terminal();
     let before = target.stats().requests;
     let result = run_quick(&quick, ctl, |p| {

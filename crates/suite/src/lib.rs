@@ -17,15 +17,32 @@
 //! - [`script`]: the one place a suite runs a k6 script and maps its outcome to `volley
 //!   run`'s exit code (to be swapped for the run layer's typed outcome).
 //! - [`code`]: the exit codes suites return (README, "Exit codes").
+//!
+//! `volley suite` (suite files; docs/suite.md):
+//!
+//! - [`file`]: the suite file's serde model read with spans, [`file::FileError`]
+//!   (file:line:column + hint), `file::interp` (`${...}` interpolation).
+//! - [`check`]: validation into the runnable [`check::Suite`] (`volley suite check`).
+//! - [`services`]: ports, starting services in process groups, readiness probes,
+//!   `kind = "postgres"`, teardown and the survivors check.
+//! - [`steps`]: one step run and judged (run, http, command, sql).
+//! - [`results`]: the results directory, `suite.json`, `suite.md`, baseline verdicts.
+//! - [`runner`]: `volley suite run|check|services` end to end, the exit code.
 
 /// `println!` that tolerates a closed stdout (`volley demo | head`) instead of panicking.
 macro_rules! outln {
     ($($t:tt)*) => { $crate::print(&format!("{}\n", format_args!($($t)*))) };
 }
 
+pub mod check;
 pub mod demo;
 mod examples;
+pub mod file;
+pub mod results;
+pub mod runner;
 pub mod script;
+pub mod services;
+pub mod steps;
 pub mod tour;
 
 /// Exit codes (README.md, "Exit codes"): the run layer's one table.

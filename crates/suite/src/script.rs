@@ -21,10 +21,22 @@ pub fn run_script(
         duration,
         ..CliOptions::default()
     };
+    run_with(script, env, &cli, command, ctl)
+}
+
+/// [`run_script`] with any of `volley run`'s options (a suite step's vus, stages,
+/// thresholds, monitored services).
+pub fn run_with(
+    script: &Path,
+    env: &[(String, String)],
+    cli: &CliOptions,
+    command: Vec<String>,
+    ctl: &RunControl,
+) -> Result<RunOutput, (i32, String)> {
     volley_js::run(
         script,
         volley_js::environment(env, false),
-        &cli,
+        cli,
         0,
         command,
         ctl,
@@ -33,6 +45,20 @@ pub fn run_script(
         let msg = e.to_string();
         (e.outcome().exit_code(), msg)
     })
+}
+
+/// The command line that repeats a run, `volley run SCRIPT -e K=V...`, recorded in its result
+/// file.
+pub fn command_line(script: &Path, env: &[(String, String)]) -> Vec<String> {
+    let mut command = vec![
+        "volley".to_string(),
+        "run".into(),
+        script.display().to_string(),
+    ];
+    for (k, v) in env {
+        command.extend(["-e".to_string(), format!("{k}={v}")]);
+    }
+    command
 }
 
 /// `volley run`'s exit code for a run that completed.

@@ -11,7 +11,7 @@
 //! Layout: this file plans and runs the tour; `table` turns its rows into the table, the
 //! verdicts, `tour.json` and the exit code.
 
-mod table;
+pub(crate) mod table;
 
 use crate::code;
 use crate::examples::{names, Example, EXAMPLES, LIB};
@@ -295,14 +295,7 @@ fn run_example(
     ];
     pairs.extend(p.env.iter().cloned());
     // The command line that repeats this run, recorded in the result file.
-    let mut command = vec![
-        "volley".to_string(),
-        "run".into(),
-        script.display().to_string(),
-    ];
-    for (k, v) in &pairs {
-        command.extend(["-e".to_string(), format!("{k}={v}")]);
-    }
+    let mut command = crate::script::command_line(&script, &pairs);
     if let Some(d) = p.duration {
         command.extend(["-d".to_string(), format!("{}ms", d.as_millis())]);
     }

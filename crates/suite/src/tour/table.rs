@@ -44,7 +44,7 @@ fn first_line(s: &str) -> &str {
 
 /// Checks as `passed/total pct%`, the percentage truncated as k6 does (99.99 % never shows
 /// as 100 %).
-fn checks_cell(c: (u64, u64)) -> String {
+pub(crate) fn checks_cell(c: (u64, u64)) -> String {
     let pct = if c.1 == 0 {
         0.0
     } else {

@@ -1,0 +1,2 @@
+-- Fresh planner statistics after the bulk seed, so every profile starts from the same plans.
+ANALYZE;
