@@ -45,6 +45,8 @@ pub struct ClientSettings {
     pub batch_per_host: u64,
     /// The rustls configuration, made on the first https request.
     pub tls: TlsCache,
+    /// The same with ALPN `http/1.1` only: WebSocket upgrades (k6 forces it there too).
+    pub tls_ws: TlsCache,
 }
 
 /// The TLS configuration of [`ClientSettings::tls`], made on first use (an error then fails
@@ -68,6 +70,7 @@ impl Default for ClientSettings {
             batch: 20,
             batch_per_host: 6,
             tls: TlsCache::default(),
+            tls_ws: TlsCache::default(),
         }
     }
 }
@@ -76,6 +79,20 @@ impl ClientSettings {
     /// The TLS configuration for https requests (built once, ALPN `http/1.1`).
     pub fn tls(&self) -> Result<Arc<rustls::ClientConfig>, String> {
         self.tls
+            .0
+            .get_or_init(|| {
+                let opts = crate::TlsOptions {
+                    insecure: self.insecure,
+                    cacert: None,
+                };
+                crate::tls_config(&opts, &[b"http/1.1"])
+            })
+            .clone()
+    }
+
+    /// The TLS configuration for WebSocket upgrades (ALPN `http/1.1` only).
+    pub fn tls_http1(&self) -> Result<Arc<rustls::ClientConfig>, String> {
+        self.tls_ws
             .0
             .get_or_init(|| {
                 let opts = crate::TlsOptions {
