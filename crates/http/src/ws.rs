@@ -50,7 +50,7 @@ pub struct WsRequest {
 #[derive(Clone, Debug, Default)]
 pub struct Handshake {
     pub status: u16,
-    /// Header names as the server sent them (lower-case on the wire after http's parsing).
+    /// Headers in order, repeated ones repeated (names lower-case, as `http` parses them).
     pub headers: Vec<(String, String)>,
     pub body: String,
     /// The subprotocol the server chose ("" if none).
@@ -249,18 +249,13 @@ fn handshake_of(
     headers: &tokio_tungstenite::tungstenite::http::HeaderMap,
     body: String,
 ) -> Handshake {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for (k, v) in headers {
-        let v = String::from_utf8_lossy(v.as_bytes()).into_owned();
-        // Repeated headers joined with ", " (as k6's response.headers).
-        match out.iter_mut().find(|(n, _)| n == k.as_str()) {
-            Some((_, have)) => {
-                have.push_str(", ");
-                have.push_str(&v);
-            }
-            None => out.push((k.as_str().to_string(), v)),
-        }
-    }
+    let out: Vec<(String, String)> = headers
+        .iter()
+        .map(|(k, v)| {
+            let v = String::from_utf8_lossy(v.as_bytes()).into_owned();
+            (k.as_str().to_string(), v)
+        })
+        .collect();
     let protocol = headers
         .get("sec-websocket-protocol")
         .and_then(|v| v.to_str().ok())

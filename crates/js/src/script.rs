@@ -26,6 +26,13 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
     ("k6/data", include_str!("shims/k6_data.js")),
     ("k6/timers", include_str!("shims/k6_timers.js")),
     ("k6/html", include_str!("shims/k6_html.js")),
+    ("k6/ws", include_str!("shims/k6_ws.js")),
+    ("k6/websockets", include_str!("shims/k6_websockets.js")),
+    // k6 v1's name before the module left experimental.
+    (
+        "k6/experimental/websockets",
+        include_str!("shims/k6_websockets.js"),
+    ),
     (
         crate::modules::JSLIB_UTILS,
         include_str!("shims/jslib_k6_utils.js"),
@@ -37,7 +44,7 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
 ];
 
 /// k6 modules that exist but Volley does not serve yet (a clear error instead of "not found").
-const PLANNED: &[&str] = &["k6/ws", "k6/net/grpc", "k6/experimental"];
+const PLANNED: &[&str] = &["k6/net/grpc", "k6/experimental"];
 
 pub(crate) const CONSOLE_JS: &str = include_str!("shims/console.js");
 

@@ -14,6 +14,7 @@ pub(crate) mod data;
 pub(crate) mod execution;
 pub(crate) mod html;
 pub(crate) mod http_ext;
+pub(crate) mod ws;
 
 use crate::vu::VuState;
 use rquickjs::{ArrayBuffer, Ctx, Object, Value};
@@ -80,6 +81,8 @@ pub(crate) struct VuExt {
     pub(crate) expected: RefCell<Option<Expected>>,
     /// Files being `require()`d, innermost last: what `open()` is relative to (as k6).
     pub(crate) requiring: RefCell<Vec<String>>,
+    /// Open WebSockets (`k6/ws`, `k6/websockets`).
+    pub(crate) ws: RefCell<ws::Sockets>,
 }
 
 impl Default for VuExt {
@@ -91,6 +94,7 @@ impl Default for VuExt {
             jars: RefCell::new(vec![Rc::default()]),
             expected: RefCell::new(Some(Expected::k6_default())),
             requiring: RefCell::default(),
+            ws: RefCell::default(),
         }
     }
 }
@@ -99,6 +103,7 @@ impl Default for VuExt {
 pub(crate) fn begin_iteration(st: &VuState) {
     let ext = &st.ext;
     ext.iter.set(ext.iter.get() + 1);
+    ext.ws.borrow_mut().clear();
     // k6 resets the VU's cookie jar at the start of every iteration (unless noCookiesReset).
     if st.shared.settings().no_cookies_reset {
         return;
@@ -149,6 +154,7 @@ pub(crate) fn install<'js>(
     cookies::install(ctx, v, st)?;
     commonjs::install(ctx, v, st)?;
     html::install(ctx, v)?;
+    ws::install(ctx, v, st)?;
     if st.id > 0 && st.env.is_some() {
         st.shared.ext.exec.vu_initialized();
     }
