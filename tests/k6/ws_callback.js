@@ -79,14 +79,15 @@ export default function () {
   let called = false;
   const refused = ws.connect("ws://127.0.0.1:1/", () => (called = true));
   check(refused, {
-    "refused: status 0": (r) => r.status === 0 && !called,
+    "refused: status 0": (r) => r.status === 0 && r.url === "" && !called,
     "refused: k6's message": (r) => r.error === "dial tcp 127.0.0.1:1: connect: connection refused",
   });
 
-  // A plain HTTP endpoint does not upgrade.
+  // A plain HTTP endpoint does not upgrade: k6 returns its answer (no error, no url).
   const bad = ws.connect(BASE.replace(/^http/, "ws") + "/get", () => (called = true));
   check(bad, {
-    "bad handshake": (r) => r.status === 200 && r.error === "websocket: bad handshake" && !called,
+    "bad handshake": (r) => r.status === 200 && r.error === "" && r.url === "" && !called,
+    "bad handshake: the body": (r) => JSON.parse(r.body).path === "/get",
   });
 
   // Headers and the VU's cookies go with the upgrade request.

@@ -10,7 +10,7 @@ const N = 10;
 export const options = { vus: 40, iterations: 80 };
 
 export default function () {
-  if (exec.vu.idInTest % 2 === 0) {
+  if (exec.scenario.iterationInTest % 2 === 0) {
     ws.connect(WS, { tags: { api: "ws" } }, function (socket) {
       let got = 0;
       socket.on("open", () => {

@@ -45,7 +45,7 @@ fn k6_ws_callback_api_echoes_pings_closes_and_counts_exactly() {
     let r = &out.result;
     assert!(r.metrics_named("iteration_errors").next().is_none());
     let checks = all_checks_pass(&out);
-    assert_eq!(checks.len(), 12, "{checks:?}");
+    assert_eq!(checks.len(), 13, "{checks:?}");
     assert_eq!(counter(r, "iterations", &[]), 2.0);
     // Per iteration: 6 sessions (echo, server close, timers, refused, bad handshake,
     // headers), 8 messages sent (3 + 1 + 3 + 1) and 6 received (2 + 0 + 3 + 1).
@@ -89,12 +89,14 @@ fn k6_websockets_event_api_runs_on_the_event_loop_and_counts_exactly() {
     // Each check ran in both iterations (the 5 sockets' check 5 times each): the iteration
     // waited for every socket's events.
     assert_eq!(rate(r, "checks", &[]), (28, 28));
-    // Per iteration: 9 sessions (a, b, c, refused, 5 at once), 9 messages sent, 8 received.
+    // Per iteration: 9 sessions (a, b, c, refused, 5 at once), 17 frames sent (k6 counts
+    // pings and closes here: a 2 + ping + close, b 1 + close, c 1, the five 1 + close each),
+    // 8 messages received.
     assert_eq!(counter(r, "ws_sessions", &[]), 18.0);
-    assert_eq!(counter(r, "ws_msgs_sent", &[]), 18.0);
+    assert_eq!(counter(r, "ws_msgs_sent", &[]), 34.0);
     assert_eq!(counter(r, "ws_msgs_received", &[]), 16.0);
     assert_eq!(counter(r, "ws_sessions", &[("subproto", "chat")]), 2.0);
-    assert_eq!(counter(r, "ws_msgs_sent", &[("part", "a")]), 4.0);
+    assert_eq!(counter(r, "ws_msgs_sent", &[("part", "a")]), 8.0);
     assert_eq!(samples(r, "ws_ping"), 2);
     // No session duration for the refused ones (as k6).
     assert_eq!(samples(r, "ws_session_duration"), 16);
@@ -113,6 +115,8 @@ fn many_vus_share_workers_with_websockets_on_both_apis() {
     assert!(r.metrics_named("iteration_errors").next().is_none());
     assert_eq!(counter(r, "iterations", &[]), 80.0);
     assert_eq!(counter(r, "ws_sessions", &[]), 80.0);
-    assert_eq!(counter(r, "ws_msgs_sent", &[]), 800.0);
+    // 40 sessions per API; k6/websockets also counts its close frame.
+    assert_eq!(counter(r, "ws_msgs_sent", &[("api", "ws")]), 400.0);
+    assert_eq!(counter(r, "ws_msgs_sent", &[("api", "websockets")]), 440.0);
     assert_eq!(counter(r, "ws_msgs_received", &[]), 800.0);
 }

@@ -520,22 +520,29 @@ pub(crate) fn install<'js>(
     }
     {
         let st = st.clone();
-        let f = move |id: u32| {
+        // `count`: k6/websockets counts pings and close frames in `ws_msgs_sent` (k6 counts
+        // every frame its writer sends there); k6/ws does not.
+        let f = move |id: u32, count: Opt<bool>| {
             let Some(mut s) = socket(&st, id) else { return };
             let key = s.next_ping.to_string();
             s.next_ping += 1;
             if s.tx.as_ref().is_some_and(|tx| tx.send(WsCmd::Ping(key.clone().into_bytes()))) {
                 s.pings.insert(key, Instant::now());
+                if count.0 == Some(true) {
+                    st.rec.borrow_mut().add(s.m.sent, 1.0);
+                }
             }
         };
         v.set("wsPing", Function::new(ctx.clone(), f)?)?;
     }
     {
         let st = st.clone();
-        let f = move |id: u32, code: u16, reason: Opt<String>| {
+        let f = move |id: u32, code: u16, reason: Opt<String>, count: Opt<bool>| {
             if let Some(s) = socket(&st, id) {
-                if let Some(tx) = &s.tx {
-                    tx.send(WsCmd::Close(code, reason.0.unwrap_or_default()));
+                let reason = reason.0.unwrap_or_default();
+                let sent = s.tx.as_ref().is_some_and(|tx| tx.send(WsCmd::Close(code, reason)));
+                if sent && count.0 == Some(true) {
+                    st.rec.borrow_mut().add(s.m.sent, 1.0);
                 }
             }
         };

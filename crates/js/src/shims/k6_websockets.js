@@ -83,7 +83,7 @@ export class WebSocket {
     const u = String(url);
     const m = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\//.exec(u);
     if (!m || !/^wss?$/i.test(m[1])) {
-      throw new Error(`WebSocket requires url with scheme ws or wss, but got "${u}"`);
+      throw new Error(`WebSocket requires url with scheme ws or wss, but got "${m ? m[1] : ""}"`);
     }
     if (u.includes("#")) throw new Error(`WebSocket requires no url fragment, but got "${u}"`);
     const p = params === undefined || params === null ? {} : params;
@@ -157,7 +157,7 @@ export class WebSocket {
   }
   ping() {
     this._assertOpen();
-    V.wsPing(this._id);
+    V.wsPing(this._id, true);
   }
   close(code, reason) {
     if (this._state === CLOSED || this._state === CLOSING) return;
@@ -174,7 +174,7 @@ export class WebSocket {
     }
     this._state = CLOSING;
     this._code = c || 1000;
-    V.wsClose(this._id, this._code, r);
+    V.wsClose(this._id, this._code, r, true);
   }
   _newEvent(type) {
     return { type, target: this, timestamp: Date.now() };

@@ -118,7 +118,12 @@ export function connect(url, params, callback) {
   if (r.error) {
     V.wsEnd(r.id);
     if (r.throw) throw new Error(r.error);
-    return response(r);
+    // k6: the server's answer when there is one (without an error), else just the error;
+    // no url either way.
+    const out = response(r);
+    out.url = "";
+    if (r.status !== 0) out.error = "";
+    return out;
   }
   const s = new Socket(r.id);
   try {
