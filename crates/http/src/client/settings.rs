@@ -76,7 +76,8 @@ impl Default for ClientSettings {
 }
 
 impl ClientSettings {
-    /// The TLS configuration for https requests (built once, ALPN `http/1.1`).
+    /// The TLS configuration for https requests (built once, ALPN `h2` then `http/1.1`, as
+    /// k6 offers them).
     pub fn tls(&self) -> Result<Arc<rustls::ClientConfig>, String> {
         self.tls
             .0
@@ -85,7 +86,7 @@ impl ClientSettings {
                     insecure: self.insecure,
                     cacert: None,
                 };
-                crate::tls_config(&opts, &[b"http/1.1"])
+                crate::tls_config(&opts, &[b"h2", b"http/1.1"])
             })
             .clone()
     }
