@@ -46,7 +46,11 @@ fn https_requests_speak_h2_on_one_connection_per_vu() {
     assert_eq!(m["checks"]["passes"], 14);
     // 12 requests per iteration, each counted once.
     assert_eq!(m["http_reqs"]["count"], 24);
-    assert_eq!(t.stats().requests, 24 + 2, "and one WebSocket upgrade per iteration");
+    assert_eq!(
+        t.stats().requests,
+        24 + 2,
+        "and one WebSocket upgrade per iteration"
+    );
     // One h2 connection for the VU's 24 requests (the batch of 10 multiplexed on it, the
     // second iteration reusing it) and one HTTP/1.1 connection per wss session.
     assert_eq!(t.stats().connections, 3);

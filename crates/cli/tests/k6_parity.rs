@@ -94,7 +94,11 @@ fn same_counts_as_k6(k6: &PathBuf, name: &str) -> Value {
     let read =
         |p: &PathBuf| -> Value { serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap() };
     let (k, v) = (read(&k6_export), read(&v_export));
-    assert_eq!(counts(&v), counts(&k), "{name}: volley (left) vs k6 (right)");
+    assert_eq!(
+        counts(&v),
+        counts(&k),
+        "{name}: volley (left) vs k6 (right)"
+    );
     v
 }
 

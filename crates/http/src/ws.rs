@@ -143,11 +143,7 @@ pub async fn connect(
         return Err(fail(ErrorClass::Other, msg));
     }
     let tls = match target.scheme {
-        crate::Scheme::Https => Some(
-            settings
-                .tls_http1()
-                .map_err(|e| fail(ErrorClass::Tls, e))?,
-        ),
+        crate::Scheme::Https => Some(settings.tls_http1().map_err(|e| fail(ErrorClass::Tls, e))?),
         crate::Scheme::Http => None,
     };
     let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
@@ -366,9 +362,7 @@ impl WsConn {
 
     fn gone(&mut self, e: Option<TError>) -> WsEvent {
         match e {
-            None | Some(TError::ConnectionClosed) | Some(TError::AlreadyClosed)
-                if self.closing =>
-            {
+            None | Some(TError::ConnectionClosed) | Some(TError::AlreadyClosed) if self.closing => {
                 WsEvent::Closed {
                     code: 1000,
                     reason: String::new(),

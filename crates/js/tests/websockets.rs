@@ -102,7 +102,11 @@ fn k6_websockets_event_api_runs_on_the_event_loop_and_counts_exactly() {
     assert_eq!(samples(r, "ws_session_duration"), 16);
     let url = format!("ws://{}/ws/echo", t.local_addr());
     assert_eq!(
-        counter(r, "ws_sessions", &[("url", url.as_str()), ("name", url.as_str())]),
+        counter(
+            r,
+            "ws_sessions",
+            &[("url", url.as_str()), ("name", url.as_str())]
+        ),
         16.0
     );
 }

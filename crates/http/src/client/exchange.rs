@@ -83,8 +83,10 @@ pub(super) async fn exchange(
                 return Exchange::failed(HttpError::new(ErrorClass::Other, msg), None);
             }
             if let Some(parts) = h2 {
-                return Box::pin(connect_alpn(target, req, addr, tls, timeout, mode, settings, parts))
-                    .await;
+                return Box::pin(connect_alpn(
+                    target, req, addr, tls, timeout, mode, settings, parts,
+                ))
+                .await;
             }
             // Boxed: the connect future (TLS handshake included) is big, and the exchange
             // future is moved onto the heap on every request, also when it reuses a connection.

@@ -274,9 +274,8 @@ impl VuClient {
         if let Some(parts) = h2 {
             if let Some((c, cached)) = self.pool.h2(&origin) {
                 let (t, timeout, mode) = (target.clone(), spec.timeout, spec.mode);
-                let fut = async move {
-                    exchange::exchange_h2(c, &t, parts, timeout, mode, cached).await
-                };
+                let fut =
+                    async move { exchange::exchange_h2(c, &t, parts, timeout, mode, cached).await };
                 let hop = Hop {
                     slot,
                     target,

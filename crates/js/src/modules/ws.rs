@@ -24,7 +24,9 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use volley_http::ws::{self, Handshake, WsCmd, WsConn, WsConnectError, WsEvent, WsRequest, WsSender};
+use volley_http::ws::{
+    self, Handshake, WsCmd, WsConn, WsConnectError, WsEvent, WsRequest, WsSender,
+};
 use volley_metrics::{names, Handle, MetricKey, MetricKind, TagSet, Unit};
 
 /// Most sockets one VU may have open at once (a runaway loop opening sockets gets an error
@@ -116,7 +118,9 @@ fn open_args<'js>(ctx: &Ctx<'js>, st: &VuState, a: Object<'js>) -> rquickjs::Res
     if let Some(ua) = &settings.user_agent {
         headers.push(("User-Agent".into(), ua.clone()));
     }
-    let flat: Vec<String> = a.get::<_, Option<Vec<String>>>("headers")?.unwrap_or_default();
+    let flat: Vec<String> = a
+        .get::<_, Option<Vec<String>>>("headers")?
+        .unwrap_or_default();
     for kv in flat.chunks_exact(2) {
         headers.retain(|(k, _)| !k.eq_ignore_ascii_case(&kv[0]));
         headers.push((kv[0].clone(), kv[1].clone()));
@@ -153,7 +157,9 @@ fn open_args<'js>(ctx: &Ctx<'js>, st: &VuState, a: Object<'js>) -> rquickjs::Res
         tags.insert("url".into(), name.clone());
         tags.insert("name".into(), name);
     }
-    let protocols: Vec<String> = a.get::<_, Option<Vec<String>>>("protocols")?.unwrap_or_default();
+    let protocols: Vec<String> = a
+        .get::<_, Option<Vec<String>>>("protocols")?
+        .unwrap_or_default();
     Ok(OpenArgs {
         req: WsRequest {
             url,
@@ -504,7 +510,8 @@ pub(crate) fn install<'js>(
             let cmd = match data.as_string() {
                 Some(s) => WsCmd::Text(s.to_string()?),
                 None => WsCmd::Binary(
-                    bytes_of(&data).ok_or_else(|| throw(&ctx, "expected a string or ArrayBuffer"))?,
+                    bytes_of(&data)
+                        .ok_or_else(|| throw(&ctx, "expected a string or ArrayBuffer"))?,
                 ),
             };
             let Some(s) = socket(&st, id) else {
@@ -526,7 +533,10 @@ pub(crate) fn install<'js>(
             let Some(mut s) = socket(&st, id) else { return };
             let key = s.next_ping.to_string();
             s.next_ping += 1;
-            if s.tx.as_ref().is_some_and(|tx| tx.send(WsCmd::Ping(key.clone().into_bytes()))) {
+            if s.tx
+                .as_ref()
+                .is_some_and(|tx| tx.send(WsCmd::Ping(key.clone().into_bytes())))
+            {
                 s.pings.insert(key, Instant::now());
                 if count.0 == Some(true) {
                     st.rec.borrow_mut().add(s.m.sent, 1.0);
@@ -540,7 +550,9 @@ pub(crate) fn install<'js>(
         let f = move |id: u32, code: u16, reason: Opt<String>, count: Opt<bool>| {
             if let Some(s) = socket(&st, id) {
                 let reason = reason.0.unwrap_or_default();
-                let sent = s.tx.as_ref().is_some_and(|tx| tx.send(WsCmd::Close(code, reason)));
+                let sent =
+                    s.tx.as_ref()
+                        .is_some_and(|tx| tx.send(WsCmd::Close(code, reason)));
                 if sent && count.0 == Some(true) {
                     st.rec.borrow_mut().add(s.m.sent, 1.0);
                 }
@@ -560,12 +572,10 @@ pub(crate) fn install<'js>(
         v.set("wsEnd", Function::new(ctx.clone(), f)?)?;
     }
     {
-        let f = move |ctx: Ctx<'js>, f: Function<'js>| {
-            match ctx.userdata::<Dispatch>() {
-                Some(d) => *d.0.borrow_mut() = Some(f),
-                None => {
-                    let _ = ctx.store_userdata(Dispatch(std::cell::RefCell::new(Some(f))));
-                }
+        let f = move |ctx: Ctx<'js>, f: Function<'js>| match ctx.userdata::<Dispatch>() {
+            Some(d) => *d.0.borrow_mut() = Some(f),
+            None => {
+                let _ = ctx.store_userdata(Dispatch(std::cell::RefCell::new(Some(f))));
             }
         };
         v.set("wsOnEvent", Function::new(ctx.clone(), f)?)?;
