@@ -27,6 +27,8 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
     ("k6/timers", include_str!("shims/k6_timers.js")),
     ("k6/html", include_str!("shims/k6_html.js")),
     ("k6/ws", include_str!("shims/k6_ws.js")),
+    // Internal: what the two WebSocket modules share.
+    ("volley/ws-common", include_str!("shims/k6_ws_common.js")),
     ("k6/websockets", include_str!("shims/k6_websockets.js")),
     // k6 v1's name before the module left experimental.
     (

@@ -3,6 +3,8 @@
 // time (src/modules/ws.rs) and hands each to the function given to `__volley.wsOnEvent`; the iteration ends when
 // nothing is pending, as in k6.
 const V = globalThis.__volley;
+import { flat } from "volley/http-ext";
+import { closeError } from "volley/ws-common";
 const sockets = new Map();
 
 V.wsOnEvent((id, ev) => {
@@ -12,24 +14,6 @@ V.wsOnEvent((id, ev) => {
 
 const CONNECTING = 0, OPEN = 1, CLOSING = 2, CLOSED = 3;
 const TYPES = ["open", "message", "error", "close", "ping", "pong"];
-
-function flat(obj) {
-  const out = [];
-  if (obj !== null && typeof obj === "object") {
-    for (const k of Object.keys(obj)) {
-      const v = obj[k];
-      if (v !== undefined && v !== null) out.push(k, String(v));
-    }
-  }
-  return out;
-}
-
-const CLOSE_TEXT = {
-  1000: " (normal)", 1001: " (going away)", 1002: " (protocol error)", 1003: " (unsupported data)",
-  1005: " (no status)", 1006: " (abnormal closure)", 1007: " (invalid payload data)",
-  1008: " (policy violation)", 1009: " (message too big)", 1010: " (mandatory extension missing)",
-  1011: " (internal server error)", 1015: " (TLS handshake error)",
-};
 
 function bytesOf(part) {
   if (typeof part === "string") return new Uint8Array(V.wsUtf8(part));
@@ -226,7 +210,7 @@ export class WebSocket {
         }
         // k6: a close other than 1000/1001 (or none at all) is also an error.
         const unexpected = ev.error || (ev.code !== 1000 && ev.code !== 1001);
-        const text = ev.error || "websocket: close " + ev.code + (CLOSE_TEXT[ev.code] || "") + (ev.reason ? ": " + ev.reason : "");
+        const text = ev.error || closeError(ev.code, ev.reason);
         return this._closed(unexpected ? text : null);
       }
     }

@@ -2,29 +2,8 @@
 // closes, running the socket's own loop here: its events and its setTimeout/setInterval.
 // Natives: src/modules/ws.rs.
 const V = globalThis.__volley;
-
-function flat(obj) {
-  const out = [];
-  if (obj !== null && typeof obj === "object") {
-    for (const k of Object.keys(obj)) {
-      const v = obj[k];
-      if (v !== undefined && v !== null) out.push(k, String(v));
-    }
-  }
-  return out;
-}
-
-// gorilla/websocket's CloseError text, which k6 scripts compare against.
-const CLOSE_TEXT = {
-  1000: " (normal)", 1001: " (going away)", 1002: " (protocol error)", 1003: " (unsupported data)",
-  1005: " (no status)", 1006: " (abnormal closure)", 1007: " (invalid payload data)",
-  1008: " (policy violation)", 1009: " (message too big)", 1010: " (mandatory extension missing)",
-  1011: " (internal server error)", 1015: " (TLS handshake error)",
-};
-
-function closeError(code, reason) {
-  return "websocket: close " + code + (CLOSE_TEXT[code] || "") + (reason ? ": " + reason : "");
-}
+import { flat } from "volley/http-ext";
+import { closeError } from "volley/ws-common";
 
 // k6 hands Go errors to the "error" handlers: `e.error()` is the message.
 function goError(msg) {
