@@ -57,3 +57,37 @@ fn https_requests_speak_h2_on_one_connection_per_vu() {
     assert!(m["data_received"]["count"].as_f64().unwrap() > 0.0);
     t.shutdown();
 }
+
+#[test]
+fn the_response_body_limit_applies_over_h2() {
+    let t = tls_target();
+    let dir = scratch("http2-body-limit");
+    let js = dir.join("limit.js");
+    std::fs::write(
+        &js,
+        r#"import http from "k6/http";
+import { check } from "k6";
+export const options = { iterations: 1, insecureSkipTLSVerify: true, maxResponseBodySize: 1000 };
+export default function () {
+  check(http.get(`${__ENV.BASE}/bytes/900`), { "h2 under the limit": (r) => r.proto === "HTTP/2.0" && r.body.length === 900 });
+  check(http.get(`${__ENV.BASE}/bytes/50000`), { "over the limit: an error": (r) => r.status === 0 && r.error_code !== 0 });
+}
+"#,
+    )
+    .unwrap();
+    let export = dir.join("summary.json");
+    let base = format!("BASE=https://127.0.0.1:{}", t.local_addr().port());
+    let o = run(&[
+        "run",
+        js.to_str().unwrap(),
+        "-q",
+        "-e",
+        &base,
+        "--summary-export",
+        export.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&export).unwrap()).unwrap();
+    assert_eq!(v["metrics"]["checks"]["passes"], 2, "{}", stderr(&o));
+    t.shutdown();
+}

@@ -48,6 +48,9 @@ use crate::message::{Body, BodyMode, ConnectTimings, Response, Timings};
 use crate::transport::{self, Io, Owned, WireCounters};
 use crate::url::Target;
 
+mod handshake;
+use handshake::handshake;
+
 /// Per-stream receive window: large so one fast stream is not window-bound on a LAN.
 const STREAM_WINDOW: u32 = 1 << 20;
 /// Connection receive window, shared by all streams.
@@ -246,6 +249,8 @@ pub struct H2Connection {
     send: SendRequest<Bytes>,
     shared: Arc<Shared>,
     keep_headers: bool,
+    /// Largest body kept in [`BodyMode::Keep`] (see [`H2Connection::set_max_body`]).
+    max_body: u64,
 }
 
 /// Reads a connection's raw byte counters (see [`H2Connection::wire_meter`]).
@@ -376,6 +381,12 @@ impl H2Connection {
             shared.close();
         };
         Ok((conn, drive))
+    }
+
+    /// Cap on a body kept in [`BodyMode::Keep`]: past it the request fails with
+    /// [`HttpError::body_too_large`] (no cap by default).
+    pub fn set_max_body(&mut self, limit: u64) {
+        self.max_body = limit;
     }
 
     /// Copy response headers into `Response::headers` for requests sent through this
@@ -571,6 +582,7 @@ impl H2Connection {
             &mut sink,
             &mut resp.body_len,
             progress,
+            self.max_body,
         )
         .await?;
         let end = Instant::now();
@@ -586,56 +598,6 @@ impl H2Connection {
         resp.body = sink;
         Ok(resp)
     }
-}
-
-/// The client preface and SETTINGS on `io`, then [`settle`], all by `deadline`.
-async fn handshake<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
-    io: S,
-    is_tls: bool,
-    wire: Arc<WireCounters>,
-    addr: SocketAddr,
-    deadline: tokio::time::Instant,
-    connect_timeout: Duration,
-) -> Result<(H2Connection, H2Conn<S, Bytes>), HttpError> {
-    let handshake = h2::client::Builder::new()
-        .initial_window_size(STREAM_WINDOW)
-        .initial_connection_window_size(CONNECTION_WINDOW)
-        .initial_max_send_streams(INITIAL_MAX_STREAMS)
-        .enable_push(false)
-        .handshake::<_, Bytes>(io);
-    let setup = async {
-        let (send, mut conn) = handshake.await.map_err(|e| handshake_error(e, addr))?;
-        settle(&mut conn, addr).await?;
-        Ok::<_, HttpError>((send, conn))
-    };
-    let (send, conn) = match tokio::time::timeout_at(deadline, setup).await {
-        Err(_) => {
-            let mut e = HttpError::new(
-                ErrorClass::Timeout,
-                format!("HTTP/2 handshake with {addr} not done within {connect_timeout:?}"),
-            );
-            (e.bytes_sent, e.bytes_received) = wire.get();
-            return Err(e);
-        }
-        Ok(Err(mut e)) => {
-            (e.bytes_sent, e.bytes_received) = wire.get();
-            return Err(e);
-        }
-        Ok(Ok(pair)) => pair,
-    };
-    let shared = Arc::new(Shared {
-        wire,
-        active: AtomicUsize::new(0),
-        freed: Notify::new(),
-        closed: AtomicBool::new(false),
-        tls: is_tls,
-    });
-    let conn_handle = H2Connection {
-        send,
-        shared,
-        keep_headers: false,
-    };
-    Ok((conn_handle, conn))
 }
 
 /// Drives a new connection until a PING comes back. The server sends its SETTINGS before
@@ -689,6 +651,7 @@ async fn read_body(
     sink: &mut Option<Vec<u8>>,
     body_len: &mut u64,
     progress: &mut Progress,
+    max_body: u64,
 ) -> Result<(), HttpError> {
     loop {
         let next = poll_fn(|cx| {
@@ -707,6 +670,9 @@ async fn read_body(
         progress.received += FRAME_HEADER + n as u64;
         if let Some(v) = sink {
             v.extend_from_slice(&chunk);
+            if v.len() as u64 > max_body {
+                return Err(HttpError::body_too_large(max_body));
+            }
         }
         recv.flow_control()
             .release_capacity(n)

@@ -152,6 +152,7 @@ async fn connect_alpn(
     };
     tokio::spawn(driver);
     conn.keep_headers(true);
+    conn.set_max_body(settings.max_response_body);
     let mut ex = exchange_h2(conn, &target, parts, timeout, mode, Some(addr)).await;
     ex.connect = Some(t);
     ex
