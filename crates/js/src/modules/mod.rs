@@ -1,6 +1,6 @@
 //! k6 modules beyond the core (`k6/encoding`, `k6/crypto`, `k6/execution`, `k6/data`,
-//! `k6/html`, `k6/ws`, `k6/websockets`), the `jslib.k6.io` stand-ins, CommonJS `require`, and the state behind the
-//! `k6/http` extras (cookie jars, response callbacks).
+//! `k6/html`, `k6/ws`, `k6/websockets`), the `jslib.k6.io` stand-ins, CommonJS `require`,
+//! and the state behind the `k6/http` extras (cookie jars, response callbacks).
 //!
 //! Each module is a JS shim (`src/shims/`) over natives installed here on the hidden
 //! `__volley` object. Per-run state lives in [`SharedExt`] (inside `ScriptShared`), per-VU
