@@ -105,8 +105,6 @@ fn us(d: Duration) -> u64 {
 struct OpenArgs {
     req: WsRequest,
     tags: TagSet,
-    /// `k6/websockets` also tags `name` (with the URL unless params.tags set it).
-    name_tag: bool,
     jar: Option<Rc<std::cell::RefCell<crate::modules::cookies::Jar>>>,
 }
 
@@ -145,6 +143,7 @@ fn open_args<'js>(ctx: &Ctx<'js>, st: &VuState, a: Object<'js>) -> rquickjs::Res
         }
     }
     let mut tags = st.base_tags();
+    // `k6/websockets` also tags `name` (with the URL unless params.tags set it).
     let name_tag: bool = a.get::<_, Option<bool>>("nameTag")?.unwrap_or(false);
     let user: Vec<String> = a.get::<_, Option<Vec<String>>>("tags")?.unwrap_or_default();
     tags.insert("url".into(), url.clone());
@@ -167,7 +166,6 @@ fn open_args<'js>(ctx: &Ctx<'js>, st: &VuState, a: Object<'js>) -> rquickjs::Res
             protocols,
         },
         tags,
-        name_tag,
         jar,
     })
 }
@@ -204,7 +202,6 @@ fn opened<'js>(
             }
         }
     }
-    let _ = a.name_tag;
     st.shared.settings().filter_system_tags(&mut a.tags);
     let m = Handles::resolve(st, &a.tags);
     let out = Object::new(ctx.clone())?;
