@@ -59,21 +59,18 @@ fn counts(export: &Value) -> Vec<(String, String)> {
     out
 }
 
-#[test]
-fn summary_export_matches_k6_for_the_same_script() {
-    let Some(k6) = k6() else {
-        eprintln!("k6 not found (set K6=/path/to/k6): skipped");
-        return;
-    };
+/// Run `tests/k6/NAME` under k6 and under Volley against one built-in target: both
+/// `--summary-export`s must have the same [`counts`]; Volley's export is returned.
+fn same_counts_as_k6(k6: &PathBuf, name: &str) -> Value {
     let t = target();
-    let dir = common::scratch("k6-parity");
+    let dir = common::scratch(&format!("k6-parity-{name}"));
     let base = format!("BASE=http://{}", t.local_addr());
     let k6_export = dir.join("k6.json");
-    let o = Command::new(&k6)
+    let o = Command::new(k6)
         .args(["run", "-q", "--no-usage-report", "--address", "127.0.0.1:0"])
         .args(["-e", &base, "--summary-export"])
         .arg(&k6_export)
-        .arg(script("parity.js"))
+        .arg(script(name))
         .env("K6_NO_USAGE_REPORT", "true")
         .output()
         .unwrap();
@@ -86,7 +83,7 @@ fn summary_export_matches_k6_for_the_same_script() {
     let v_export = dir.join("volley.json");
     let o = run(&[
         "run",
-        &script("parity.js"),
+        &script(name),
         "-q",
         "-e",
         &base,
@@ -97,9 +94,42 @@ fn summary_export_matches_k6_for_the_same_script() {
     let read =
         |p: &PathBuf| -> Value { serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap() };
     let (k, v) = (read(&k6_export), read(&v_export));
-    assert_eq!(counts(&v), counts(&k), "volley (left) vs k6 (right)");
+    assert_eq!(
+        counts(&v),
+        counts(&k),
+        "{name}: volley (left) vs k6 (right)"
+    );
+    v
+}
+
+#[test]
+fn summary_export_matches_k6_for_the_same_script() {
+    let Some(k6) = k6() else {
+        eprintln!("k6 not found (set K6=/path/to/k6): skipped");
+        return;
+    };
+    let v = same_counts_as_k6(&k6, "parity.js");
     // Both requested the same: 10 + 24 requests.
     assert_eq!(v["metrics"]["http_reqs"]["count"], 34);
+}
+
+#[test]
+fn websocket_scripts_give_k6s_checks_and_message_counts() {
+    let Some(k6) = k6() else {
+        eprintln!("k6 not found (set K6=/path/to/k6): skipped");
+        return;
+    };
+    for (name, sent) in [
+        ("ws_callback.js", 16),
+        ("websockets.js", 34),
+        ("ws_many.js", 840),
+    ] {
+        let v = same_counts_as_k6(&k6, name);
+        assert_eq!(v["metrics"]["ws_msgs_sent"]["count"], sent, "{name}");
+        // (ws_many.js has no checks.)
+        let fails = &v["metrics"]["checks"]["fails"];
+        assert!(fails.is_null() || *fails == 0, "{name}: {fails}");
+    }
 }
 
 /// k6 v1.8.1's `--summary-export` numbers for tests/k6/percentiles.js (the custom trends get

@@ -45,8 +45,11 @@ use tokio::sync::Notify;
 
 use crate::error::{ErrorClass, HttpError};
 use crate::message::{Body, BodyMode, ConnectTimings, Response, Timings};
-use crate::transport::{self, Io, WireCounters};
+use crate::transport::{self, Io, Owned, WireCounters};
 use crate::url::Target;
+
+mod handshake;
+use handshake::handshake;
 
 /// Per-stream receive window: large so one fast stream is not window-bound on a LAN.
 const STREAM_WINDOW: u32 = 1 << 20;
@@ -246,6 +249,8 @@ pub struct H2Connection {
     send: SendRequest<Bytes>,
     shared: Arc<Shared>,
     keep_headers: bool,
+    /// Largest body kept in [`BodyMode::Keep`] (see [`H2Connection::set_max_body`]).
+    max_body: u64,
 }
 
 /// Reads a connection's raw byte counters (see [`H2Connection::wire_meter`]).
@@ -350,49 +355,38 @@ impl H2Connection {
             (e.bytes_sent, e.bytes_received) = wire.get();
             return Err(e);
         }
-        let handshake = h2::client::Builder::new()
-            .initial_window_size(STREAM_WINDOW)
-            .initial_connection_window_size(CONNECTION_WINDOW)
-            .initial_max_send_streams(INITIAL_MAX_STREAMS)
-            .enable_push(false)
-            .handshake::<_, Bytes>(io);
-        let setup = async {
-            let (send, mut conn) = handshake.await.map_err(|e| handshake_error(e, addr))?;
-            settle(&mut conn, addr).await?;
-            Ok::<_, HttpError>((send, conn))
-        };
-        let (send, conn) = match tokio::time::timeout_at(deadline, setup).await {
-            Err(_) => {
-                let mut e = HttpError::new(
-                    ErrorClass::Timeout,
-                    format!("HTTP/2 handshake with {addr} not done within {connect_timeout:?}"),
-                );
-                (e.bytes_sent, e.bytes_received) = wire.get();
-                return Err(e);
-            }
-            Ok(Err(mut e)) => {
-                (e.bytes_sent, e.bytes_received) = wire.get();
-                return Err(e);
-            }
-            Ok(Ok(pair)) => pair,
-        };
-        let shared = Arc::new(Shared {
-            wire,
-            active: AtomicUsize::new(0),
-            freed: Notify::new(),
-            closed: AtomicBool::new(false),
-            tls: is_tls,
-        });
+        let (conn, driver) = handshake(io, is_tls, wire, addr, deadline, connect_timeout).await?;
         let driver = H2Driver {
-            conn,
-            shared: Arc::clone(&shared),
-        };
-        let conn = H2Connection {
-            send,
-            shared,
-            keep_headers: false,
+            conn: driver,
+            shared: Arc::clone(&conn.shared),
         };
         Ok((conn, timings, driver))
+    }
+
+    /// HTTP/2 on a TLS stream that already negotiated `h2` (script mode's client, which
+    /// offers `h2` and `http/1.1` and learns which one the server chose). The returned
+    /// driver future must be spawned; this connection's [`H2Connection::wire_bytes`] stay 0
+    /// (its bytes are counted by the stream's own tally, out of reach here).
+    pub(crate) async fn on_stream(
+        io: Io<Owned>,
+        addr: SocketAddr,
+        connect_timeout: Duration,
+    ) -> Result<(H2Connection, impl Future<Output = ()> + Send + 'static), HttpError> {
+        let deadline = tokio::time::Instant::now() + connect_timeout;
+        let wire = Arc::new(WireCounters::default());
+        let (conn, mut driver) = handshake(io, true, wire, addr, deadline, connect_timeout).await?;
+        let shared = Arc::clone(&conn.shared);
+        let drive = async move {
+            let _ = poll_fn(|cx| Pin::new(&mut driver).poll(cx)).await;
+            shared.close();
+        };
+        Ok((conn, drive))
+    }
+
+    /// Cap on a body kept in [`BodyMode::Keep`]: past it the request fails with
+    /// [`HttpError::body_too_large`] (no cap by default).
+    pub fn set_max_body(&mut self, limit: u64) {
+        self.max_body = limit;
     }
 
     /// Copy response headers into `Response::headers` for requests sent through this
@@ -588,6 +582,7 @@ impl H2Connection {
             &mut sink,
             &mut resp.body_len,
             progress,
+            self.max_body,
         )
         .await?;
         let end = Instant::now();
@@ -608,8 +603,8 @@ impl H2Connection {
 /// Drives a new connection until a PING comes back. The server sends its SETTINGS before
 /// anything else, so afterwards its MAX_CONCURRENT_STREAMS is known (the first burst of
 /// requests respects it) and a server that does not speak HTTP/2 has already failed here.
-async fn settle(
-    conn: &mut H2Conn<Io<Arc<WireCounters>>, Bytes>,
+async fn settle<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
+    conn: &mut H2Conn<S, Bytes>,
     addr: SocketAddr,
 ) -> Result<(), HttpError> {
     let mut pings = conn
@@ -656,6 +651,7 @@ async fn read_body(
     sink: &mut Option<Vec<u8>>,
     body_len: &mut u64,
     progress: &mut Progress,
+    max_body: u64,
 ) -> Result<(), HttpError> {
     loop {
         let next = poll_fn(|cx| {
@@ -674,6 +670,9 @@ async fn read_body(
         progress.received += FRAME_HEADER + n as u64;
         if let Some(v) = sink {
             v.extend_from_slice(&chunk);
+            if v.len() as u64 > max_body {
+                return Err(HttpError::body_too_large(max_body));
+            }
         }
         recv.flow_control()
             .release_capacity(n)

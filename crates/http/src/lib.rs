@@ -24,6 +24,8 @@
 //! - [`client`]: script mode's per-VU client, JS-free: a [`VuClient`](client::VuClient)
 //!   sends a protocol-neutral request hop by hop (pool, DNS cache, host rules, redirects)
 //!   and records k6's `http_req_*` metrics with their system tags.
+//! - [`ws`]: the WebSocket client behind `k6/ws` and `k6/websockets` (tungstenite framing
+//!   over the same counted TCP/TLS transport).
 //! - [`error`]: [`ErrorClass`] and [`HttpError`], the classification every failure maps to.
 
 pub mod client;
@@ -35,6 +37,7 @@ pub mod message;
 pub mod tls;
 mod transport;
 pub mod url;
+pub mod ws;
 
 pub use error::{ErrorClass, HttpError};
 pub use h1::{Connection, PipelineBatch, Request};

@@ -21,7 +21,8 @@
 //!   volley-http's JS-free per-VU client (`volley_http::client`: connections, DNS, redirects,
 //!   k6's `http_req_*` recording) → a k6 Response object.
 //! - `shims/*.js`: the JS half of the `k6`, `k6/http` and `k6/metrics` modules.
-//! - `modules`: `k6/encoding`, `k6/crypto`, `k6/execution`, `k6/data`, CommonJS `require`,
+//! - `modules`: `k6/encoding`, `k6/crypto`, `k6/execution`, `k6/data`, `k6/ws` and
+//!   `k6/websockets` (`modules/ws.rs`, over volley-http's WebSocket client), CommonJS `require`,
 //!   the jslib.k6.io stand-ins and the `k6/http` extras' state (cookie jars, response
 //!   callbacks); their JS halves are `shims/k6_*.js`, `shims/jslib_*.js`.
 //! - [`options`]: `options.scenarios` or k6's shortcut options (`vus`, `duration`,

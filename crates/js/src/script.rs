@@ -28,6 +28,15 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
     ("k6/html", include_str!("shims/k6_html.js")),
     // Volley's own: acknowledged operations for verification after faults.
     ("volley/ledger", include_str!("shims/volley_ledger.js")),
+    ("k6/ws", include_str!("shims/k6_ws.js")),
+    // Internal: what the two WebSocket modules share.
+    ("volley/ws-common", include_str!("shims/k6_ws_common.js")),
+    ("k6/websockets", include_str!("shims/k6_websockets.js")),
+    // k6 v1's name before the module left experimental.
+    (
+        "k6/experimental/websockets",
+        include_str!("shims/k6_websockets.js"),
+    ),
     (
         crate::modules::JSLIB_UTILS,
         include_str!("shims/jslib_k6_utils.js"),
@@ -39,7 +48,7 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
 ];
 
 /// k6 modules that exist but Volley does not serve yet (a clear error instead of "not found").
-const PLANNED: &[&str] = &["k6/ws", "k6/net/grpc", "k6/experimental"];
+const PLANNED: &[&str] = &["k6/net/grpc", "k6/experimental"];
 
 pub(crate) const CONSOLE_JS: &str = include_str!("shims/console.js");
 

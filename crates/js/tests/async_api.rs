@@ -6,25 +6,9 @@ mod common;
 use common::*;
 
 use volley_js::RunOutput;
-use volley_metrics::TotalValue;
 
 fn run(name: &str, t: &volley_testserver::RunningTarget) -> RunOutput {
     run_script(name, t, &[]).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-/// Every `checks` series passed: (passes, total) per check name.
-fn all_checks_pass(out: &RunOutput) -> Vec<(String, u64, u64)> {
-    let mut seen = Vec::new();
-    for m in out.result.metrics_named("checks") {
-        let TotalValue::Rate { trues, total } = m.value else {
-            panic!("checks is a rate")
-        };
-        let name = m.tags.get("check").cloned().unwrap_or_default();
-        assert_eq!(trues, total, "check '{name}' failed");
-        seen.push((name, trues, total));
-    }
-    seen.sort();
-    seen
 }
 
 #[test]

@@ -24,6 +24,12 @@ pub const CHECKS: &str = "checks";
 pub const GROUP_DURATION: &str = "group_duration";
 pub const DATA_SENT: &str = "data_sent";
 pub const DATA_RECEIVED: &str = "data_received";
+pub const WS_SESSIONS: &str = "ws_sessions";
+pub const WS_CONNECTING: &str = "ws_connecting";
+pub const WS_SESSION_DURATION: &str = "ws_session_duration";
+pub const WS_MSGS_SENT: &str = "ws_msgs_sent";
+pub const WS_MSGS_RECEIVED: &str = "ws_msgs_received";
+pub const WS_PING: &str = "ws_ping";
 /// Volley's own: arrival-rate iterations timed from when they were due (coordinated omission).
 pub const ITERATION_DURATION_CORRECTED: &str = "iteration_duration_corrected";
 /// Volley's own: iterations that threw (k6 only logs them).
@@ -50,6 +56,12 @@ pub const BUILTIN: &[(&str, MetricKind)] = &[
     (GROUP_DURATION, MetricKind::Trend),
     (DATA_SENT, MetricKind::Counter),
     (DATA_RECEIVED, MetricKind::Counter),
+    (WS_SESSIONS, MetricKind::Counter),
+    (WS_CONNECTING, MetricKind::Trend),
+    (WS_SESSION_DURATION, MetricKind::Trend),
+    (WS_MSGS_SENT, MetricKind::Counter),
+    (WS_MSGS_RECEIVED, MetricKind::Counter),
+    (WS_PING, MetricKind::Trend),
 ];
 
 /// The kind of built-in metric `name`, if it is one.

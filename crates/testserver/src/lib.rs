@@ -15,6 +15,7 @@
 //! * `body` — the single response body type (static bytes or the streamed `/bytes` pattern).
 //! * `meter` — wire-level byte/request/connection counters (see *Counting* below).
 //! * `tls` — PEM identity → rustls acceptor.
+//! * `ws` — the `/ws/echo` WebSocket endpoint and its test commands.
 //! * `codec` — base64, percent-decoding, query and cookie parsing.
 //!
 //! # Endpoints
@@ -37,6 +38,7 @@
 //! | `/redirect-to?url=U&status_code=C` | C (300..=308, default 302) with `Location: U` |
 //! | `/basic-auth/U/P` | 200 `{"authenticated": true, "user": U}` if `Authorization: Basic` matches, else 401 `{"authenticated": false}` with `WWW-Authenticate: Basic realm="volley"` |
 //! | `/bearer` | 200 `{"authenticated": true, "token": T}` for `Authorization: Bearer T`, else 401 with `WWW-Authenticate: Bearer` |
+//! | `/ws/echo` | WebSocket echo (upgrade; commands for server-initiated close, ping, bursts: see `ws`) |
 //! | `/upload` | POST/PUT (else 405): reads the body frame by frame without buffering, 200 `{"bytes": N}` |
 //! | `/stats` | 200 `{"requests", "bytes_received", "bytes_sent", "connections"}` (numbers) |
 //! | `/metrics` | Prometheus text: `volley_target_{requests,bytes_received,bytes_sent,connections}_total` |
@@ -86,6 +88,7 @@ mod meter;
 mod routes;
 mod server;
 mod tls;
+mod ws;
 
 use std::fmt;
 use std::io;

@@ -42,6 +42,7 @@ pub(crate) fn route(req: Request<Incoming>) -> Route {
     }
     let resp = match path {
         "/echo" => return Route::Echo(req),
+        "/ws/echo" => return Route::Ready(crate::ws::upgrade(req)),
         "/get" => {
             if matches!(*req.method(), Method::GET | Method::HEAD) {
                 return Route::Echo(req);

@@ -70,7 +70,7 @@ async fn serve_conn(tcp: TcpStream, shared: Arc<Shared>) {
         None => {
             let _ = shared
                 .http
-                .serve_connection(TokioIo::new(io), service)
+                .serve_connection_with_upgrades(TokioIo::new(io), service)
                 .await;
         }
         Some(acceptor) => {
@@ -79,7 +79,7 @@ async fn serve_conn(tcp: TcpStream, shared: Arc<Shared>) {
             {
                 let _ = shared
                     .http
-                    .serve_connection(TokioIo::new(tls), service)
+                    .serve_connection_with_upgrades(TokioIo::new(tls), service)
                     .await;
             }
         }

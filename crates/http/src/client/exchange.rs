@@ -1,6 +1,11 @@
 //! One exchange: a request sent on a reused keep-alive connection or on a new one (resolve,
 //! `blacklistIPs`, connect, TLS), and its response read with the body limit. Nothing here
 //! waits on anything but the network; the future runs wherever the VU awaits it.
+//!
+//! https requests offer ALPN `h2` and `http/1.1`, as k6 does: when the server picks `h2`
+//! the request goes out over HTTP/2 ([`H2Parts`]) and the connection is kept for the VU's
+//! next requests to that origin, which share it ([`exchange_h2`]). Plain http stays
+//! HTTP/1.1 (h2c is opt-in, in quick mode).
 
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -9,9 +14,18 @@ use std::time::Duration;
 
 use super::ClientSettings;
 use crate::h1::{Connection, Request};
-use crate::message::{BodyMode, ConnectTimings, Response};
+use crate::http2::{H2Connection, H2Request};
+use crate::message::{Body, BodyMode, ConnectTimings, Response};
+use crate::transport::{self, Owned};
 use crate::url::Target;
 use crate::{ErrorClass, HttpError};
+
+/// What an https request needs to be sent over HTTP/2 instead.
+pub(super) struct H2Parts {
+    pub(super) method: String,
+    pub(super) headers: Vec<(String, String)>,
+    pub(super) body: Body,
+}
 
 /// What one exchange produced.
 pub struct Exchange {
@@ -20,6 +34,10 @@ pub struct Exchange {
     /// The connection, when it can be reused.
     pub(super) conn: Option<Box<Connection>>,
     pub(super) addr: Option<SocketAddr>,
+    /// The HTTP/2 connection it went over (kept for the origin's next requests).
+    pub(super) h2: Option<H2Connection>,
+    /// It went over HTTP/2 (even if the connection has closed since).
+    pub(super) http2: bool,
 }
 
 impl Exchange {
@@ -29,6 +47,8 @@ impl Exchange {
             connect: None,
             conn: None,
             addr,
+            h2: None,
+            http2: false,
         }
     }
 }
@@ -44,6 +64,7 @@ pub(super) async fn exchange(
     timeout: Duration,
     mode: BodyMode,
     settings: Arc<ClientSettings>,
+    h2: Option<H2Parts>,
 ) -> Exchange {
     let mut connect = None;
     let (mut conn, addr) = match conn.filter(|c| c.is_reusable()) {
@@ -60,6 +81,12 @@ pub(super) async fn exchange(
             if let Some(net) = settings.blacklisted(addr.ip()) {
                 let msg = format!("IP ({}) is in a blacklisted range ({net})", addr.ip());
                 return Exchange::failed(HttpError::new(ErrorClass::Other, msg), None);
+            }
+            if let Some(parts) = h2 {
+                return Box::pin(connect_alpn(
+                    target, req, addr, tls, timeout, mode, settings, parts,
+                ))
+                .await;
             }
             // Boxed: the connect future (TLS handshake included) is big, and the exchange
             // future is moved onto the heap on every request, also when it reuses a connection.
@@ -81,5 +108,76 @@ pub(super) async fn exchange(
         connect,
         conn: keep.then_some(conn),
         addr,
+        h2: None,
+        http2: false,
+    }
+}
+
+/// A new https connection offering `h2` and `http/1.1`: HTTP/2 when the server picks it
+/// (its driver spawned on the VU's worker), else this request's HTTP/1.1 exchange.
+#[allow(clippy::too_many_arguments)]
+async fn connect_alpn(
+    target: Rc<Target>,
+    req: Request,
+    addr: SocketAddr,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    timeout: Duration,
+    mode: BodyMode,
+    settings: Arc<ClientSettings>,
+    parts: H2Parts,
+) -> Exchange {
+    let opened = transport::open(addr, &target, tls.as_ref(), timeout, Owned::default()).await;
+    let (io, t) = match opened {
+        Ok(x) => x,
+        Err(e) => return Exchange::failed(e, Some(addr)),
+    };
+    if io.alpn_protocol() != Some(b"h2".as_slice()) {
+        let mut conn = Box::new(Connection::from_io(io));
+        conn.keep_headers(true);
+        conn.set_max_body(Some(settings.max_response_body));
+        let result = conn.send(&req, mode, timeout).await;
+        let keep = matches!(&result, Ok(r) if r.keep_alive) && conn.is_reusable();
+        return Exchange {
+            result,
+            connect: Some(t),
+            conn: keep.then_some(conn),
+            addr: Some(addr),
+            h2: None,
+            http2: false,
+        };
+    }
+    let (mut conn, driver) = match H2Connection::on_stream(io, addr, timeout).await {
+        Ok(x) => x,
+        Err(e) => return Exchange::failed(e, Some(addr)),
+    };
+    tokio::spawn(driver);
+    conn.keep_headers(true);
+    conn.set_max_body(settings.max_response_body);
+    let mut ex = exchange_h2(conn, &target, parts, timeout, mode, Some(addr)).await;
+    ex.connect = Some(t);
+    ex
+}
+
+/// A request over the origin's HTTP/2 connection (concurrent requests share it).
+pub(super) async fn exchange_h2(
+    conn: H2Connection,
+    target: &Target,
+    parts: H2Parts,
+    timeout: Duration,
+    mode: BodyMode,
+    addr: Option<SocketAddr>,
+) -> Exchange {
+    let req = match H2Request::new(&parts.method, target, &parts.headers, parts.body) {
+        Ok(r) => r,
+        Err(e) => return Exchange::failed(HttpError::new(ErrorClass::Other, e), addr),
+    };
+    let result = conn.send(&req, mode, timeout).await;
+    Exchange {
+        result,
+        connect: None,
+        conn: None,
+        addr,
+        h2: (!conn.is_closed()).then_some(conn),
+        http2: true,
     }
 }

@@ -45,7 +45,7 @@ use volley_metrics::{Recorder, TagSet};
 
 pub use exchange::Exchange;
 pub use ipnet::IpNet;
-pub use prepared::{Prepared, SeriesTags, HTTP10, HTTP11};
+pub use prepared::{Prepared, SeriesTags, HTTP10, HTTP11, HTTP2};
 pub use record::{error_code, HopSample, HttpHandles, BODY_TOO_LARGE_CODE};
 pub use settings::{ClientSettings, DEFAULT_MAX_RESPONSE_BODY, DEFAULT_REDIRECTS, DEFAULT_TIMEOUT};
 
@@ -135,6 +135,8 @@ pub struct Done {
     pub target: Rc<Target>,
     /// The prepared request's slot ([`VuClient::prepared`]).
     pub slot: usize,
+    /// It went over HTTP/2.
+    pub h2: bool,
 }
 
 impl Done {
@@ -145,6 +147,7 @@ impl Done {
     /// The response's own version (k6's `res.proto` and `proto` tag; none on error).
     pub fn version(&self) -> Option<&'static str> {
         match &self.result {
+            Ok(_) if self.h2 => Some(HTTP2),
             Ok(r) if r.version_minor == 0 => Some(HTTP10),
             Ok(_) => Some(HTTP11),
             Err(_) => None,
@@ -253,8 +256,53 @@ impl VuClient {
             }
         };
         on_request(&req);
+        // https: what the request needs should the origin speak HTTP/2.
+        let h2 = (target.scheme == Scheme::Https).then(|| {
+            let mut headers = p.header_pairs.clone();
+            if let Some(c) = &cookie {
+                headers.retain(|(k, _)| !k.eq_ignore_ascii_case("cookie"));
+                headers.push(("Cookie".into(), c.clone()));
+            }
+            exchange::H2Parts {
+                method: method.clone(),
+                headers,
+                body: body.clone().map_or(crate::Body::Empty, crate::Body::Bytes),
+            }
+        });
         let origin = p.origin.clone();
         let slot = (i, p.id);
+        if let Some(parts) = h2 {
+            if let Some((c, cached)) = self.pool.h2(&origin) {
+                let (t, timeout, mode) = (target.clone(), spec.timeout, spec.mode);
+                let fut =
+                    async move { exchange::exchange_h2(c, &t, parts, timeout, mode, cached).await };
+                let hop = Hop {
+                    slot,
+                    target,
+                    origin,
+                    cached,
+                    had_conn: true,
+                };
+                return Ok(Start::Go(hop, Box::pin(fut)));
+            }
+            return self.start_new(req, target, origin, slot, spec, rec, Some(parts));
+        }
+        self.start_new(req, target, origin, slot, spec, rec, None)
+    }
+
+    /// Start a hop on the origin's idle HTTP/1.1 connection or a new one.
+    #[allow(clippy::too_many_arguments)]
+    fn start_new(
+        &mut self,
+        req: Request,
+        target: Rc<Target>,
+        origin: Rc<str>,
+        slot: (usize, u64),
+        spec: &RequestSpec,
+        rec: &Rc<RefCell<Recorder>>,
+        h2: Option<exchange::H2Parts>,
+    ) -> Result<Start, StartError> {
+        let settings = &self.settings;
         let conn = self.pool.take(&origin);
         let tls = match target.scheme {
             Scheme::Https => Some(settings.tls().map_err(StartError::Tls)?),
@@ -278,6 +326,7 @@ impl VuClient {
             spec.timeout,
             spec.mode,
             settings.clone(),
+            h2,
         );
         let hop = Hop {
             slot,
@@ -303,6 +352,10 @@ impl VuClient {
         if let (Some(a), None, false) = (ex.addr, hop.cached, hop.had_conn) {
             record::cache_addr(rec, &target.host, target.port, a);
         }
+        let h2 = ex.http2;
+        if let Some(c) = ex.h2.filter(|_| !self.settings.no_connection_reuse) {
+            self.pool.put_h2(hop.origin.clone(), c, ex.addr);
+        }
         if let Some(c) = ex.conn.filter(|_| !self.settings.no_connection_reuse) {
             self.pool.put(hop.origin, c, ex.addr);
         }
@@ -320,6 +373,7 @@ impl VuClient {
             addr: ex.addr,
             target,
             slot,
+            h2,
         }
     }
 

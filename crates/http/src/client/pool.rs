@@ -1,11 +1,13 @@
 //! A VU's idle keep-alive connections, by origin: at most one per origin is kept (a VU sends
 //! one request at a time, as in k6; a batch's extra connections close), and at most
-//! [`IDLE_MAX`] in all.
+//! [`IDLE_MAX`] in all. HTTP/2 connections (https origins whose server chose `h2`) are kept
+//! apart: one per origin, shared by every request to it (a batch multiplexes on it).
 
 use std::net::SocketAddr;
 use std::rc::Rc;
 
 use crate::h1::Connection;
+use crate::http2::H2Connection;
 
 /// Idle connections a VU keeps at most (the oldest is closed beyond this).
 pub const IDLE_MAX: usize = 64;
@@ -18,6 +20,7 @@ type Idle = (Rc<str>, Box<Connection>, Option<SocketAddr>);
 pub struct Pool {
     /// By origin: prepared requests of one origin share its `Rc<str>`, found by pointer.
     idle: Vec<Idle>,
+    h2: Vec<(Rc<str>, H2Connection, Option<SocketAddr>)>,
 }
 
 impl Pool {
@@ -38,9 +41,32 @@ impl Pool {
         self.idle.push((origin, c, a));
     }
 
+    /// The HTTP/2 connection to `origin`, if there is one still open (it stays here).
+    pub fn h2(&mut self, origin: &Rc<str>) -> Option<(H2Connection, Option<SocketAddr>)> {
+        if self.h2.is_empty() {
+            return None;
+        }
+        self.h2.retain(|(_, c, _)| !c.is_closed());
+        let (_, c, a) = self
+            .h2
+            .iter()
+            .find(|(o, ..)| Rc::ptr_eq(o, origin) || **o == **origin)?;
+        Some((c.clone(), *a))
+    }
+
+    /// Keep `c` as `origin`'s HTTP/2 connection (replacing another one).
+    pub fn put_h2(&mut self, origin: Rc<str>, c: H2Connection, a: Option<SocketAddr>) {
+        self.h2.retain(|(o, ..)| **o != *origin);
+        if self.h2.len() >= IDLE_MAX {
+            self.h2.remove(0);
+        }
+        self.h2.push((origin, c, a));
+    }
+
     /// Close every idle connection (`noVUConnectionReuse`, between iterations).
     pub fn clear(&mut self) {
         self.idle.clear();
+        self.h2.clear();
     }
 
     pub fn len(&self) -> usize {

@@ -21,6 +21,7 @@ const SERIES_MAX: usize = 16;
 /// `res.proto` and the `proto` tag: the version the response came with.
 pub const HTTP11: &str = "HTTP/1.1";
 pub const HTTP10: &str = "HTTP/1.0";
+pub const HTTP2: &str = "HTTP/2.0";
 
 /// Where a request's series tags come from beyond the request itself: the VU's tags
 /// (scenario, group, `tags` option, VU tags a script set) and the run's tag rules.
@@ -111,8 +112,8 @@ impl Prepared {
         proto: Option<&'static str>,
     ) -> (HttpHandles, Option<Arc<TagSet>>) {
         // VU tags set by the script can change at any time: no caching then; nor for the
-        // rare HTTP/1.0 response (the cache key has no protocol).
-        let cacheable = src.cacheable() && proto != Some(HTTP10);
+        // rare HTTP/1.0 response, nor HTTP/2 (the cache key has no protocol).
+        let cacheable = src.cacheable() && !matches!(proto, Some(HTTP10 | HTTP2));
         if let Some(s) = self
             .series
             .iter()

@@ -45,6 +45,8 @@ pub struct ClientSettings {
     pub batch_per_host: u64,
     /// The rustls configuration, made on the first https request.
     pub tls: TlsCache,
+    /// The same with ALPN `http/1.1` only: WebSocket upgrades (k6 forces it there too).
+    pub tls_ws: TlsCache,
 }
 
 /// The TLS configuration of [`ClientSettings::tls`], made on first use (an error then fails
@@ -68,14 +70,30 @@ impl Default for ClientSettings {
             batch: 20,
             batch_per_host: 6,
             tls: TlsCache::default(),
+            tls_ws: TlsCache::default(),
         }
     }
 }
 
 impl ClientSettings {
-    /// The TLS configuration for https requests (built once, ALPN `http/1.1`).
+    /// The TLS configuration for https requests (built once, ALPN `h2` then `http/1.1`, as
+    /// k6 offers them).
     pub fn tls(&self) -> Result<Arc<rustls::ClientConfig>, String> {
         self.tls
+            .0
+            .get_or_init(|| {
+                let opts = crate::TlsOptions {
+                    insecure: self.insecure,
+                    cacert: None,
+                };
+                crate::tls_config(&opts, &[b"h2", b"http/1.1"])
+            })
+            .clone()
+    }
+
+    /// The TLS configuration for WebSocket upgrades (ALPN `http/1.1` only).
+    pub fn tls_http1(&self) -> Result<Arc<rustls::ClientConfig>, String> {
+        self.tls_ws
             .0
             .get_or_init(|| {
                 let opts = crate::TlsOptions {

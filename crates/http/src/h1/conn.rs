@@ -73,7 +73,12 @@ impl Connection {
     ) -> Result<(Connection, ConnectTimings), HttpError> {
         let (io, timings) =
             transport::open(addr, target, tls, connect_timeout, Owned::default()).await?;
-        let conn = Connection {
+        Ok((Connection::from_io(io), timings))
+    }
+
+    /// A connection on an open stream (script mode's https, after ALPN chose HTTP/1.1).
+    pub(crate) fn from_io(io: Io<Owned>) -> Connection {
+        Connection {
             io,
             buf: Vec::new(),
             start: 0,
@@ -87,8 +92,7 @@ impl Connection {
             requests_sent: 0,
             responses_read: 0,
             max_body: u64::MAX,
-        };
-        Ok((conn, timings))
+        }
     }
 
     /// Copy response headers into `Response::headers` (costs allocations; off by default).

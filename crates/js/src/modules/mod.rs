@@ -1,6 +1,7 @@
 //! k6 modules beyond the core (`k6/encoding`, `k6/crypto`, `k6/execution`, `k6/data`,
-//! `k6/html`), Volley's `volley/ledger`, the `jslib.k6.io` stand-ins, CommonJS `require`, and the state behind the
-//! `k6/http` extras (cookie jars, response callbacks).
+//! `k6/html`, `k6/ws`, `k6/websockets`), Volley's `volley/ledger`, the `jslib.k6.io`
+//! stand-ins, CommonJS `require`, and the state behind the `k6/http` extras (cookie jars,
+//! response callbacks).
 //!
 //! Each module is a JS shim (`src/shims/`) over natives installed here on the hidden
 //! `__volley` object. Per-run state lives in [`SharedExt`] (inside `ScriptShared`), per-VU
@@ -15,6 +16,7 @@ pub(crate) mod execution;
 pub(crate) mod html;
 pub(crate) mod http_ext;
 pub(crate) mod ledger;
+pub(crate) mod ws;
 
 use crate::vu::VuState;
 use rquickjs::{ArrayBuffer, Ctx, Object, Value};
@@ -81,6 +83,8 @@ pub(crate) struct VuExt {
     pub(crate) expected: RefCell<Option<Expected>>,
     /// Files being `require()`d, innermost last: what `open()` is relative to (as k6).
     pub(crate) requiring: RefCell<Vec<String>>,
+    /// Open WebSockets (`k6/ws`, `k6/websockets`).
+    pub(crate) ws: RefCell<ws::Sockets>,
 }
 
 impl Default for VuExt {
@@ -92,6 +96,7 @@ impl Default for VuExt {
             jars: RefCell::new(vec![Rc::default()]),
             expected: RefCell::new(Some(Expected::k6_default())),
             requiring: RefCell::default(),
+            ws: RefCell::default(),
         }
     }
 }
@@ -100,6 +105,7 @@ impl Default for VuExt {
 pub(crate) fn begin_iteration(st: &VuState) {
     let ext = &st.ext;
     ext.iter.set(ext.iter.get() + 1);
+    ext.ws.borrow_mut().clear();
     // k6 resets the VU's cookie jar at the start of every iteration (unless noCookiesReset).
     if st.shared.settings().no_cookies_reset {
         return;
@@ -151,6 +157,7 @@ pub(crate) fn install<'js>(
     commonjs::install(ctx, v, st)?;
     html::install(ctx, v)?;
     ledger::install(ctx, v)?;
+    ws::install(ctx, v, st)?;
     if st.id > 0 && st.env.is_some() {
         st.shared.ext.exec.vu_initialized();
     }

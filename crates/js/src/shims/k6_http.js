@@ -9,16 +9,7 @@ function encodeForm(obj) {
     .join("&");
 }
 
-function flat(obj) {
-  const out = [];
-  if (obj !== null && typeof obj === "object") {
-    for (const k of Object.keys(obj)) {
-      const v = obj[k];
-      if (v !== undefined && v !== null) out.push(k, String(v));
-    }
-  }
-  return out;
-}
+const flat = X.flat;
 
 export class Response {
   json(selector) {

@@ -5,6 +5,18 @@ const V = globalThis.__volley;
 
 // ---- http.file and multipart/form-data ------------------------------------------------
 
+// An object's own defined entries as [key, value, ...] strings (headers, tags).
+export function flat(obj) {
+  const out = [];
+  if (obj !== null && typeof obj === "object") {
+    for (const k of Object.keys(obj)) {
+      const v = obj[k];
+      if (v !== undefined && v !== null) out.push(k, String(v));
+    }
+  }
+  return out;
+}
+
 export class FileData {
   constructor(data, filename, contentType) {
     this.data = data;

@@ -85,3 +85,18 @@ pub fn trend(r: &RunResult, name: &str) -> (u64, f64, f64, f64) {
         _ => panic!("{name} is not a trend"),
     }
 }
+
+/// Every `checks` series passed: (passes, total) per check name.
+pub fn all_checks_pass(out: &volley_js::RunOutput) -> Vec<(String, u64, u64)> {
+    let mut seen = Vec::new();
+    for m in out.result.metrics_named("checks") {
+        let TotalValue::Rate { trues, total } = m.value else {
+            panic!("checks is a rate")
+        };
+        let name = m.tags.get("check").cloned().unwrap_or_default();
+        assert_eq!(trues, total, "check '{name}' failed");
+        seen.push((name, trues, total));
+    }
+    seen.sort();
+    seen
+}

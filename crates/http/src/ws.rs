@@ -1,0 +1,386 @@
+//! WebSocket client (RFC 6455) for script mode's `k6/ws` and `k6/websockets`, JS-free.
+//!
+//! [`connect`] opens TCP (+ TLS, ALPN `http/1.1` as k6 forces for WebSockets) through the
+//! same byte-counting transport as HTTP, then hands the stream to tungstenite for the
+//! upgrade handshake and framing. A [`WsConn`] is then driven by one future at a time,
+//! [`WsConn::next`]: it writes what the script queued through its [`WsSender`] and returns
+//! the next thing that happened on the socket ([`WsEvent`]); the bindings run one such future
+//! per event on the VU's thread, so the socket never needs a task or a lock of its own.
+//! Dropping the connection (a cancelled iteration) just closes the socket.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::{Error as TError, Message};
+use tokio_tungstenite::WebSocketStream;
+
+use crate::client::ClientSettings;
+use crate::error::ErrorClass;
+use crate::transport::{self, Io, WireCounters};
+use crate::url::Target;
+
+/// k6's handshake timeout (gorilla's dialer there: 60 s, not configurable).
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
+/// k6's write deadline for control frames (close, ping): a peer that does not read cannot
+/// hold a closing VU longer than this.
+pub const WRITE_WAIT: Duration = Duration::from_secs(10);
+/// Largest message accepted (tungstenite's default is 64 MiB; k6 has no limit).
+const MAX_MESSAGE: usize = 64 << 20;
+
+/// What the script asked for.
+#[derive(Clone, Debug, Default)]
+pub struct WsRequest {
+    /// `ws://` or `wss://` URL.
+    pub url: String,
+    /// Extra handshake headers (`User-Agent`, `params.headers`, `Cookie`).
+    pub headers: Vec<(String, String)>,
+    /// `Sec-WebSocket-Protocol` values offered.
+    pub protocols: Vec<String>,
+}
+
+/// The server's answer to the upgrade request (also on a refused upgrade).
+#[derive(Clone, Debug, Default)]
+pub struct Handshake {
+    pub status: u16,
+    /// Headers in order, repeated ones repeated (names lower-case, as `http` parses them).
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+    /// The subprotocol the server chose ("" if none).
+    pub protocol: String,
+}
+
+/// A failed connect: k6's message, the class, and the server's answer when it gave one.
+#[derive(Debug)]
+pub struct WsConnectError {
+    pub message: String,
+    pub class: ErrorClass,
+    pub response: Option<Handshake>,
+}
+
+/// What happened on an open socket.
+#[derive(Debug, PartialEq)]
+pub enum WsEvent {
+    Text(String),
+    Binary(Vec<u8>),
+    /// The server pinged (the pong is sent automatically).
+    Ping,
+    /// A pong with its payload (our ping's id).
+    Pong(Vec<u8>),
+    /// The socket is closed: the peer's close code and reason (1006 "" when it went away
+    /// without a close frame) and an error when the closing was not clean.
+    Closed {
+        code: u16,
+        reason: String,
+        error: Option<String>,
+    },
+    /// The deadline given to [`WsConn::next`] passed first.
+    Timeout,
+}
+
+/// What the script queues for the socket.
+#[derive(Debug)]
+pub enum WsCmd {
+    Text(String),
+    Binary(Vec<u8>),
+    Ping(Vec<u8>),
+    Close(u16, String),
+}
+
+/// Queues frames for a [`WsConn`] (written by its next [`WsConn::next`]).
+#[derive(Clone, Debug)]
+pub struct WsSender(mpsc::UnboundedSender<WsCmd>);
+
+impl WsSender {
+    /// Queue `cmd`; false when the connection is gone.
+    pub fn send(&self, cmd: WsCmd) -> bool {
+        self.0.send(cmd).is_ok()
+    }
+}
+
+type Stream = WebSocketStream<Io<Arc<WireCounters>>>;
+
+/// An open WebSocket.
+pub struct WsConn {
+    ws: Stream,
+    rx: mpsc::UnboundedReceiver<WsCmd>,
+    wire: Arc<WireCounters>,
+    /// Bytes already reported by [`WsConn::take_bytes`]: (sent, received).
+    reported: (u64, u64),
+    /// We sent a close frame: the next close from the peer (or EOF) ends it cleanly.
+    closing: bool,
+    pub remote: SocketAddr,
+}
+
+/// Connect and upgrade. `Ok` also reports the handshake's duration (k6's `ws_connecting`:
+/// TCP + TLS + upgrade).
+pub async fn connect(
+    req: &WsRequest,
+    settings: &ClientSettings,
+) -> Result<(WsConn, WsSender, Handshake), WsConnectError> {
+    let fail = |class, message: String| WsConnectError {
+        message,
+        class,
+        response: None,
+    };
+    let target = http_target(&req.url).map_err(|m| fail(ErrorClass::Other, m))?;
+    let addr = match settings.pinned(&target.host, target.port) {
+        Some(a) => a,
+        None => match target.resolve().await {
+            Ok(a) => a[0],
+            Err(e) => return Err(fail(e.class, format!("dial: {}", e.message))),
+        },
+    };
+    if let Some(net) = settings.blacklisted(addr.ip()) {
+        let msg = format!("IP ({}) is in a blacklisted range ({net})", addr.ip());
+        return Err(fail(ErrorClass::Other, msg));
+    }
+    let tls = match target.scheme {
+        crate::Scheme::Https => Some(settings.tls_http1().map_err(|e| fail(ErrorClass::Tls, e))?),
+        crate::Scheme::Http => None,
+    };
+    let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
+    let wire = Arc::new(WireCounters::default());
+    let (io, _) = transport::open(addr, &target, tls.as_ref(), HANDSHAKE_TIMEOUT, wire.clone())
+        .await
+        .map_err(|e| {
+            // gorilla's wording, as k6 reports it.
+            let message = match e.class {
+                ErrorClass::Refused => {
+                    format!("dial tcp {addr}: connect: connection refused")
+                }
+                _ => format!("dial tcp {addr}: {}", e.message),
+            };
+            fail(e.class, message)
+        })?;
+    let request = build_request(req).map_err(|m| fail(ErrorClass::Other, m))?;
+    let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+        .max_message_size(Some(MAX_MESSAGE));
+    let left = deadline.saturating_duration_since(Instant::now());
+    let upgrade = tokio_tungstenite::client_async_with_config(request, io, Some(config));
+    let (ws, resp) = match tokio::time::timeout(left, upgrade).await {
+        Err(_) => {
+            return Err(fail(
+                ErrorClass::Timeout,
+                "websocket: handshake timed out".into(),
+            ))
+        }
+        Ok(Err(TError::Http(resp))) => {
+            let body = resp
+                .body()
+                .as_ref()
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .unwrap_or_default();
+            return Err(WsConnectError {
+                message: "websocket: bad handshake".into(),
+                class: ErrorClass::Protocol,
+                response: Some(handshake_of(resp.status().as_u16(), resp.headers(), body)),
+            });
+        }
+        Ok(Err(e)) => return Err(fail(classify(&e), e.to_string())),
+        Ok(Ok(x)) => x,
+    };
+    let hs = handshake_of(resp.status().as_u16(), resp.headers(), String::new());
+    let (tx, rx) = mpsc::unbounded_channel();
+    let conn = WsConn {
+        ws,
+        rx,
+        wire,
+        reported: (0, 0),
+        closing: false,
+        remote: addr,
+    };
+    Ok((conn, WsSender(tx), hs))
+}
+
+/// The http(s) target a ws(s) URL connects to.
+pub fn http_target(url: &str) -> Result<Target, String> {
+    let url = url.trim();
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let http = if scheme.eq_ignore_ascii_case("ws") {
+        "http"
+    } else if scheme.eq_ignore_ascii_case("wss") {
+        "https"
+    } else {
+        return Err(format!(
+            "malformed ws or wss URL '{url}': the scheme must be ws:// or wss://"
+        ));
+    };
+    Target::parse(&format!("{http}://{rest}")).map_err(|e| e.0)
+}
+
+fn build_request(
+    req: &WsRequest,
+) -> Result<tokio_tungstenite::tungstenite::handshake::client::Request, String> {
+    let mut r = req
+        .url
+        .as_str()
+        .into_client_request()
+        .map_err(|e| format!("bad WebSocket URL '{}': {e}", req.url))?;
+    let h = r.headers_mut();
+    for (k, v) in &req.headers {
+        let name = HeaderName::from_bytes(k.as_bytes())
+            .map_err(|_| format!("invalid header name '{k}'"))?;
+        let value =
+            HeaderValue::from_str(v).map_err(|_| format!("invalid value for header '{k}'"))?;
+        h.insert(name, value);
+    }
+    if !req.protocols.is_empty() {
+        let v = HeaderValue::from_str(&req.protocols.join(", "))
+            .map_err(|_| "invalid subprotocol name".to_string())?;
+        h.insert("sec-websocket-protocol", v);
+    }
+    Ok(r)
+}
+
+fn handshake_of(
+    status: u16,
+    headers: &tokio_tungstenite::tungstenite::http::HeaderMap,
+    body: String,
+) -> Handshake {
+    let out: Vec<(String, String)> = headers
+        .iter()
+        .map(|(k, v)| {
+            let v = String::from_utf8_lossy(v.as_bytes()).into_owned();
+            (k.as_str().to_string(), v)
+        })
+        .collect();
+    let protocol = headers
+        .get("sec-websocket-protocol")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    Handshake {
+        status,
+        headers: out,
+        body,
+        protocol,
+    }
+}
+
+fn classify(e: &TError) -> ErrorClass {
+    match e {
+        TError::Io(io) => ErrorClass::of_io(io),
+        TError::Tls(_) => ErrorClass::Tls,
+        TError::Protocol(_) | TError::Http(_) | TError::HttpFormat(_) => ErrorClass::Protocol,
+        _ => ErrorClass::Other,
+    }
+}
+
+fn message_of(cmd: WsCmd) -> Message {
+    match cmd {
+        WsCmd::Text(s) => Message::text(s),
+        WsCmd::Binary(b) => Message::binary(b),
+        WsCmd::Ping(b) => Message::Ping(Bytes::from(b)),
+        WsCmd::Close(code, reason) => Message::Close(Some(CloseFrame {
+            code: CloseCode::from(code),
+            reason: reason.into(),
+        })),
+    }
+}
+
+impl WsConn {
+    /// Bytes moved on the wire since the last call: (sent, received).
+    pub fn take_bytes(&mut self) -> (u64, u64) {
+        let (w, r) = self.wire.get();
+        let out = (w - self.reported.0, r - self.reported.1);
+        self.reported = (w, r);
+        out
+    }
+
+    /// Write what is queued, then wait for the next event or `deadline`.
+    pub async fn next(&mut self, deadline: Option<Instant>) -> WsEvent {
+        let sleep = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(sleep);
+        loop {
+            tokio::select! {
+                biased;
+                cmd = self.rx.recv() => {
+                    let Some(cmd) = cmd else { continue };
+                    if let WsCmd::Close(..) = cmd {
+                        self.closing = true;
+                    }
+                    let write = self.ws.send(message_of(cmd));
+                    match tokio::time::timeout(WRITE_WAIT, write).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => return self.gone(Some(e)),
+                        Err(_) => return self.gone_with("websocket: write timed out".into()),
+                    }
+                }
+                msg = self.ws.next() => match msg {
+                    None => return self.gone(None),
+                    Some(Err(e)) => return self.gone(Some(e)),
+                    Some(Ok(m)) => match m {
+                        Message::Text(t) => return WsEvent::Text(t.as_str().to_string()),
+                        Message::Binary(b) => return WsEvent::Binary(b.to_vec()),
+                        Message::Ping(_) => {
+                            // tungstenite queued the pong: write it now.
+                            let _ = tokio::time::timeout(WRITE_WAIT, self.ws.flush()).await;
+                            return WsEvent::Ping;
+                        }
+                        Message::Pong(p) => return WsEvent::Pong(p.to_vec()),
+                        Message::Close(frame) => {
+                            // tungstenite queued the close reply: write it.
+                            let _ = tokio::time::timeout(WRITE_WAIT, self.ws.flush()).await;
+                            let (code, reason) = frame
+                                .map(|f| (u16::from(f.code), f.reason.as_str().to_string()))
+                                .unwrap_or((1005, String::new()));
+                            return WsEvent::Closed { code, reason, error: None };
+                        }
+                        Message::Frame(_) => {}
+                    },
+                },
+                _ = &mut sleep => return WsEvent::Timeout,
+            }
+        }
+    }
+
+    /// Write what is queued (a close frame, last sends) within [`WRITE_WAIT`], then close.
+    pub async fn finish(mut self) {
+        let flush = async {
+            while let Ok(cmd) = self.rx.try_recv() {
+                if self.ws.feed(message_of(cmd)).await.is_err() {
+                    return;
+                }
+            }
+            let _ = self.ws.flush().await;
+        };
+        let _ = tokio::time::timeout(WRITE_WAIT, flush).await;
+    }
+
+    fn gone(&mut self, e: Option<TError>) -> WsEvent {
+        match e {
+            None | Some(TError::ConnectionClosed) | Some(TError::AlreadyClosed) if self.closing => {
+                WsEvent::Closed {
+                    code: 1000,
+                    reason: String::new(),
+                    error: None,
+                }
+            }
+            None | Some(TError::ConnectionClosed) | Some(TError::AlreadyClosed) => {
+                self.gone_with("websocket: close 1006 (abnormal closure): unexpected EOF".into())
+            }
+            Some(e) => self.gone_with(format!("websocket: {e}")),
+        }
+    }
+
+    fn gone_with(&mut self, error: String) -> WsEvent {
+        WsEvent::Closed {
+            code: 1006,
+            reason: String::new(),
+            error: Some(error),
+        }
+    }
+}

@@ -1,0 +1,150 @@
+// The `k6/ws` module (k6's callback API): `ws.connect` blocks the iteration until the socket
+// closes, running the socket's own loop here: its events and its setTimeout/setInterval.
+// Natives: src/modules/ws.rs.
+const V = globalThis.__volley;
+import { flat } from "volley/http-ext";
+import { closeError } from "volley/ws-common";
+
+// k6 hands Go errors to the "error" handlers: `e.error()` is the message.
+function goError(msg) {
+  return { error: () => msg, toString: () => msg };
+}
+
+// Go's canonical header names (k6's response.headers keys).
+function canonical(name) {
+  return name.replace(/(^|-)([a-z])/g, (_, d, c) => d + c.toUpperCase());
+}
+
+class Socket {
+  constructor(id) {
+    this._id = id;
+    this._on = {};
+    this._timers = [];
+    this._done = false;
+  }
+  on(event, handler) {
+    if (typeof handler === "function") (this._on[event] || (this._on[event] = [])).push(handler);
+  }
+  _emit(event, arg) {
+    const list = this._on[event];
+    if (!list) return;
+    for (const f of list) arguments.length > 1 ? f(arg) : f();
+  }
+  send(message) {
+    if (!this._done) V.wsSend(this._id, String(message));
+  }
+  sendBinary(message) {
+    if (message === undefined) throw new Error("missing argument, expected ArrayBuffer");
+    if (!(message instanceof ArrayBuffer)) {
+      const t = message === null ? "null" : message.constructor ? message.constructor.name : typeof message;
+      throw new Error("expected ArrayBuffer as argument, received: " + t);
+    }
+    if (!this._done) V.wsSend(this._id, message);
+  }
+  ping() {
+    if (!this._done) V.wsPing(this._id);
+  }
+  setTimeout(fn, ms) {
+    this._timer(fn, ms, false, "setTimeout");
+  }
+  setInterval(fn, ms) {
+    this._timer(fn, ms, true, "setInterval");
+  }
+  _timer(fn, ms, every, name) {
+    const d = Number(ms);
+    if (!(d > 0)) throw new Error(name + " requires a >0 timeout parameter, received " + (isNaN(d) ? "NaN" : d.toFixed(2)));
+    this._timers.push({ at: Date.now() + d, fn, every: every ? d : 0 });
+  }
+  close(code) {
+    if (this._done) return;
+    const c = code === undefined ? 1001 : Math.trunc(Number(code)) || 0;
+    this._done = true;
+    V.wsClose(this._id, c, "");
+    this._emit("close", c);
+  }
+  // Run the timers that are due; the time to the next one (-1: none).
+  _tick() {
+    const now = Date.now();
+    const due = this._timers.filter((t) => t.at <= now);
+    for (const t of due) {
+      if (this._done) return -1;
+      if (t.every) t.at += t.every;
+      else this._timers.splice(this._timers.indexOf(t), 1);
+      t.fn.call(undefined);
+    }
+    if (this._timers.length === 0) return -1;
+    return Math.max(0, Math.min(...this._timers.map((t) => t.at)) - Date.now());
+  }
+}
+
+function response(r) {
+  const headers = {};
+  for (const k of Object.keys(r.headers)) headers[canonical(k)] = r.headers[k];
+  return { url: r.url, status: r.status, headers, body: r.body, error: r.error || "" };
+}
+
+export function connect(url, params, callback) {
+  if (arguments.length === 2) {
+    callback = params;
+    params = undefined;
+  } else if (arguments.length !== 3) {
+    throw new Error("invalid number of arguments to ws.connect");
+  }
+  if (typeof callback !== "function") throw new Error("last argument to ws.connect must be a function");
+  const p = params === undefined || params === null ? {} : params;
+  const jar = p.jar === undefined || p.jar === null ? undefined : p.jar._id;
+  const r = V.wsOpen({ url: String(url), headers: flat(p.headers), tags: flat(p.tags), jar, protocols: [] });
+  if (r.error) {
+    V.wsEnd(r.id);
+    if (r.throw) throw new Error(r.error);
+    // k6: the server's answer when there is one (without an error), else just the error;
+    // no url either way.
+    const out = response(r);
+    out.url = "";
+    if (r.status !== 0) out.error = "";
+    return out;
+  }
+  const s = new Socket(r.id);
+  try {
+    callback(s);
+    s._emit("open");
+    while (!s._done) {
+      const wait = s._tick();
+      if (s._done) break;
+      const ev = V.wsNext(s._id, wait);
+      if (ev === null) continue;
+      if (ev === undefined) break;
+      switch (ev.t) {
+        case "text":
+          s._emit("message", ev.d);
+          break;
+        case "binary":
+          s._emit("binaryMessage", ev.d);
+          break;
+        case "ping":
+          s._emit("ping");
+          break;
+        case "pong":
+          s._emit("pong");
+          break;
+        case "close":
+          // k6: a close other than 1000/1001 (or none at all) is an error first.
+          if (ev.error || (ev.code !== 1000 && ev.code !== 1001)) {
+            s._emit("error", goError(ev.error || closeError(ev.code, ev.reason)));
+          }
+          // The close reply went out with the server's code (src/modules/ws.rs).
+          if (!s._done) {
+            s._done = true;
+            s._emit("close", ev.code);
+          }
+          break;
+      }
+    }
+  } finally {
+    s._done = true;
+    V.wsEnd(s._id);
+  }
+  return response(r);
+}
+
+export default { connect };

@@ -1,0 +1,117 @@
+//! `k6/ws` and `k6/websockets` against the built-in target's `/ws/echo`: the scripts under
+//! `tests/k6/ws*.js` assert events, their order and k6's messages with checks; here every
+//! check must pass and the metrics (k6's names and kinds) must count exactly.
+
+mod common;
+use common::*;
+
+use volley_js::RunOutput;
+use volley_metrics::TotalValue;
+
+fn run(name: &str, t: &volley_testserver::RunningTarget) -> RunOutput {
+    run_script(name, t, &[]).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// Every check passed; their names, sorted.
+fn check_names(out: &RunOutput) -> Vec<String> {
+    let mut names: Vec<String> = all_checks_pass(out).into_iter().map(|c| c.0).collect();
+    names.dedup();
+    names
+}
+
+/// Samples of a trend over all its series.
+fn samples(r: &volley_metrics::RunResult, name: &str) -> u64 {
+    r.metrics_named(name)
+        .map(|m| match m.value {
+            TotalValue::Trend { count, .. } => count,
+            _ => panic!("{name} is not a trend"),
+        })
+        .sum()
+}
+
+#[test]
+fn k6_ws_callback_api_echoes_pings_closes_and_counts_exactly() {
+    let t = target();
+    let out = run("ws_callback.js", &t);
+    let r = &out.result;
+    assert!(r.metrics_named("iteration_errors").next().is_none());
+    let checks = check_names(&out);
+    assert_eq!(checks.len(), 13, "{checks:?}");
+    assert_eq!(counter(r, "iterations", &[]), 2.0);
+    // Per iteration: 6 sessions (echo, server close, timers, refused, bad handshake,
+    // headers), 8 messages sent (3 + 1 + 3 + 1) and 6 received (2 + 0 + 3 + 1).
+    assert_eq!(counter(r, "ws_sessions", &[]), 12.0);
+    assert_eq!(counter(r, "ws_msgs_sent", &[]), 16.0);
+    assert_eq!(counter(r, "ws_msgs_received", &[]), 12.0);
+    assert_eq!(counter(r, "ws_msgs_sent", &[("part", "echo")]), 6.0);
+    assert_eq!(counter(r, "ws_sessions", &[("status", "101")]), 8.0);
+    assert_eq!(counter(r, "ws_sessions", &[("status", "200")]), 2.0);
+    assert_eq!(samples(r, "ws_ping"), 2, "one ping per iteration");
+    assert_eq!(samples(r, "ws_connecting"), 12);
+    assert_eq!(samples(r, "ws_session_duration"), 12);
+    let url = format!("ws://{}/ws/echo", t.local_addr());
+    assert_eq!(counter(r, "ws_sessions", &[("url", url.as_str())]), 8.0);
+    assert!(counter(r, "data_sent", &[("url", url.as_str())]) > 0.0);
+    assert!(counter(r, "data_received", &[("url", url.as_str())]) > 0.0);
+}
+
+#[test]
+fn k6_websockets_event_api_runs_on_the_event_loop_and_counts_exactly() {
+    let t = target();
+    let out = run("websockets.js", &t);
+    let r = &out.result;
+    assert!(r.metrics_named("iteration_errors").next().is_none());
+    let checks = check_names(&out);
+    assert_eq!(
+        checks,
+        [
+            "a Blob comes back",
+            "close code checked",
+            "each socket its own echo",
+            "events in order",
+            "refused: closed",
+            "refused: error event",
+            "send before open",
+            "server close: error then close",
+            "unknown binaryType",
+            "ws or wss only",
+        ]
+    );
+    // Each check ran in both iterations (the 5 sockets' check 5 times each): the iteration
+    // waited for every socket's events.
+    assert_eq!(rate(r, "checks", &[]), (28, 28));
+    // Per iteration: 9 sessions (a, b, c, refused, 5 at once), 17 frames sent (k6 counts
+    // pings and closes here: a 2 + ping + close, b 1 + close, c 1, the five 1 + close each),
+    // 8 messages received.
+    assert_eq!(counter(r, "ws_sessions", &[]), 18.0);
+    assert_eq!(counter(r, "ws_msgs_sent", &[]), 34.0);
+    assert_eq!(counter(r, "ws_msgs_received", &[]), 16.0);
+    assert_eq!(counter(r, "ws_sessions", &[("subproto", "chat")]), 2.0);
+    assert_eq!(counter(r, "ws_msgs_sent", &[("part", "a")]), 8.0);
+    assert_eq!(samples(r, "ws_ping"), 2);
+    // No session duration for the refused ones (as k6).
+    assert_eq!(samples(r, "ws_session_duration"), 16);
+    let url = format!("ws://{}/ws/echo", t.local_addr());
+    assert_eq!(
+        counter(
+            r,
+            "ws_sessions",
+            &[("url", url.as_str()), ("name", url.as_str())]
+        ),
+        16.0
+    );
+}
+
+#[test]
+fn many_vus_share_workers_with_websockets_on_both_apis() {
+    let t = target();
+    let out = run("ws_many.js", &t);
+    let r = &out.result;
+    assert!(r.metrics_named("iteration_errors").next().is_none());
+    assert_eq!(counter(r, "iterations", &[]), 80.0);
+    assert_eq!(counter(r, "ws_sessions", &[]), 80.0);
+    // 40 sessions per API; k6/websockets also counts its close frame.
+    assert_eq!(counter(r, "ws_msgs_sent", &[("api", "ws")]), 400.0);
+    assert_eq!(counter(r, "ws_msgs_sent", &[("api", "websockets")]), 440.0);
+    assert_eq!(counter(r, "ws_msgs_received", &[]), 800.0);
+}
