@@ -6,13 +6,13 @@
 use crate::error::Error;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
-use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use std::path::Path;
 use std::sync::Arc;
 use tokio_postgres_rustls::MakeRustlsConnect;
+use volley_http::tls::AcceptAnyCert;
 
 /// How much of the server's certificate is checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,7 +29,8 @@ pub fn connector(verify: Verify, root_cert: Option<&Path>) -> Result<MakeRustlsC
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::failed("TLS setup failed", e.to_string()))?;
     let verifier: Arc<dyn ServerCertVerifier> = match verify {
-        Verify::Nothing => Arc::new(AnyCertificate(provider)),
+        // Encryption without authentication of the server, as libpq; signatures still checked.
+        Verify::Nothing => Arc::new(AcceptAnyCert::new(provider)),
         Verify::Chain | Verify::Full => {
             let roots = Arc::new(roots(root_cert)?);
             let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider)
@@ -67,56 +68,6 @@ fn roots(file: Option<&Path>) -> Result<RootCertStore, Error> {
         ));
     }
     Ok(store)
-}
-
-/// `sslmode=require`/`prefer`: encryption without authentication of the server, as libpq
-/// does; the handshake's signatures are still checked.
-#[derive(Debug)]
-struct AnyCertificate(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }
 
 /// `sslmode=verify-ca`: the chain must lead to a trusted root; the name is not checked.

@@ -1,7 +1,6 @@
 //! Clients by URL against a real cluster: TLS per `sslmode` (rustls) and every password login
 //! method (SCRAM-SHA-256, MD5, cleartext). Skips with a message when PostgreSQL is absent.
 
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::time::Duration;
 use volley_postgres::{connect, find_binaries, Cluster, ClusterOptions};
 
@@ -15,15 +14,6 @@ fn start(password: Option<&str>) -> Option<Cluster> {
         ..Default::default()
     };
     Some(Cluster::start(&opts, Duration::from_secs(60)).unwrap())
-}
-
-/// A file in the data dir the server (which may run as another user) can read.
-fn server_file(cluster: &Cluster, name: &str, content: &str) {
-    let path = cluster.data_dir().join(name);
-    std::fs::write(&path, content).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let owner = std::fs::metadata(cluster.data_dir()).unwrap();
-    std::os::unix::fs::chown(&path, Some(owner.uid()), Some(owner.gid())).unwrap();
 }
 
 fn reload(cluster: &Cluster, sql: &str) {
@@ -52,9 +42,9 @@ fn db_message(e: volley_postgres::Error) -> String {
 fn sslmodes_over_rustls() {
     let Some(cluster) = start(None) else { return };
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    server_file(&cluster, "server.crt", &ck.cert.pem());
-    server_file(&cluster, "server.key", &ck.signing_key.serialize_pem());
-    reload(&cluster, "ALTER SYSTEM SET ssl = on");
+    cluster
+        .enable_tls(&ck.cert.pem(), &ck.signing_key.serialize_pem())
+        .unwrap();
     let dir = std::env::temp_dir().join(format!("volley-pg-tls-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ca = dir.join("ca.pem");
@@ -111,11 +101,9 @@ fn scram_md5_and_cleartext_password_logins() {
     );
     let hba = cluster.data_dir().join("pg_hba.conf");
     let old = std::fs::read_to_string(&hba).unwrap();
-    server_file(
-        &cluster,
-        "pg_hba.conf",
-        &format!("host all m5 127.0.0.1/32 md5\nhost all clear 127.0.0.1/32 password\n{old}"),
-    );
+    let lines =
+        format!("host all m5 127.0.0.1/32 md5\nhost all clear 127.0.0.1/32 password\n{old}");
+    cluster.write_server_file("pg_hba.conf", &lines).unwrap();
     reload(&cluster, "SELECT 1");
     let port = cluster.port();
     let who = |user: &str, pw: &str| {
