@@ -76,7 +76,16 @@ impl fmt::Display for Error {
             Error::Url { url, message, hint } => write!(f, "{url}: {message}\nhint: {hint}"),
             Error::Client { context, source } => match source.as_db_error() {
                 Some(db) => write!(f, "{context}: {}: {}", db.severity(), db.message()),
-                None => write!(f, "{context}: {source}"),
+                None => {
+                    // "error performing TLS handshake" alone hides the reason: show the chain.
+                    write!(f, "{context}: {source}")?;
+                    let mut cause = std::error::Error::source(source);
+                    while let Some(c) = cause {
+                        write!(f, ": {c}")?;
+                        cause = c.source();
+                    }
+                    Ok(())
+                }
             },
         }
     }
