@@ -1,12 +1,14 @@
 //! Run history: `--history` on `volley http`/`volley run`, `volley history`, and
 //! `volley compare --baseline` — in SQLite always, and in a throwaway PostgreSQL cluster on
-//! 127.0.0.1 where Debian's postgresql is installed (skipped with a message otherwise).
+//! 127.0.0.1 (volley-postgres) where PostgreSQL is installed (skipped with a message otherwise).
 
 mod common;
 
-use common::{closed_port, json, scratch, stderr, target, volley};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use common::{json, scratch, stderr, target, volley};
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+use volley_postgres::{Cluster, ClusterOptions};
 
 /// `volley http` against the target with a history, a revision and labels.
 fn store(url: &str, history: &str, rev: &str, labels: &[&str], save: Option<&Path>) -> Output {
@@ -174,140 +176,27 @@ fn history_without_a_value_uses_dot_volley_and_script_runs_are_stored() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
-/// Debian's PostgreSQL server binaries, if installed.
-fn pg_bindir() -> Option<PathBuf> {
-    let root = Path::new("/usr/lib/postgresql");
-    let mut versions: Vec<PathBuf> = std::fs::read_dir(root)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
-        .filter(|b| b.join("initdb").is_file() && b.join("pg_ctl").is_file())
-        .collect();
-    versions.sort();
-    versions.pop()
-}
-
-/// A throwaway cluster; stopped (immediate mode) when dropped.
-struct Cluster {
-    bin: PathBuf,
-    data: PathBuf,
-    as_user: Option<&'static str>,
-}
-
-impl Cluster {
-    fn cmd(&self, prog: &str) -> Command {
-        let path = self.bin.join(prog);
-        match self.as_user {
-            Some(u) => {
-                let mut c = Command::new("runuser");
-                c.args(["-u", u, "--"]).arg(path);
-                c
-            }
-            None => Command::new(path),
-        }
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = self
-            .cmd("pg_ctl")
-            .arg("-D")
-            .arg(&self.data)
-            .args(["-m", "immediate", "stop"])
-            .output();
-    }
-}
-
 #[test]
 fn postgres_history_when_a_server_is_installed() {
-    let Some(bin) = pg_bindir() else {
-        println!("SKIP: PostgreSQL server binaries (Debian's postgresql) not installed");
+    if let Err(e) = volley_postgres::find_binaries() {
+        println!("SKIP: {e}");
         return;
-    };
-    // PostgreSQL refuses to run as root: run it as the `postgres` user then.
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false);
-    let as_user = if root {
-        let has = Command::new("id")
-            .arg("postgres")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !has {
-            println!("SKIP: running as root and there is no 'postgres' user to run the server");
-            return;
-        }
-        Some("postgres")
-    } else {
-        None
-    };
+    }
     let dir = scratch("history-pg");
-    let data = dir.join("data");
-    let pwfile = dir.join("pw");
-    std::fs::write(&pwfile, "s3cret\n").unwrap();
-    if root {
-        let ok = Command::new("chown")
-            .args(["-R", "postgres:postgres"])
-            .arg(&dir)
-            .status()
-            .is_ok_and(|s| s.success());
-        // The scratch dir's parents must be traversable by postgres (the temp dir is).
-        if !ok {
-            println!("SKIP: cannot hand the cluster directory to the postgres user");
-            return;
-        }
-    }
-    let cluster = Cluster {
-        bin,
-        data: data.clone(),
-        as_user,
+    let opts = ClusterOptions {
+        password: Some("s3cret".into()),
+        database: "perf".into(),
+        ..Default::default()
     };
-    let o = cluster
-        .cmd("initdb")
-        .arg("-D")
-        .arg(&data)
-        .args(["-U", "volley", "--auth=scram-sha-256", "--no-sync"])
-        .arg(format!("--pwfile={}", pwfile.display()))
-        .output()
-        .unwrap();
-    if !o.status.success() {
-        println!(
-            "SKIP: initdb failed: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        );
-        return;
-    }
-    let port = closed_port();
-    let opts = format!(
-        "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
-        dir.display()
-    );
-    let o = cluster
-        .cmd("pg_ctl")
-        .arg("-D")
-        .arg(&data)
-        .args(["-o", &opts, "-w", "-t", "30", "-l"])
-        .arg(dir.join("log"))
-        .arg("start")
-        .output()
-        .unwrap();
-    if !o.status.success() {
-        println!(
-            "SKIP: the server did not start: {} {}",
-            String::from_utf8_lossy(&o.stdout).trim(),
-            std::fs::read_to_string(dir.join("log")).unwrap_or_default()
-        );
-        return;
-    }
+    let cluster = Cluster::start(&opts, Duration::from_secs(60)).unwrap();
     // SCRAM-SHA-256 login (PostgreSQL's default), then the same checks as with SQLite.
-    let url = format!("postgres://volley:s3cret@127.0.0.1:{port}/postgres");
-    exercise(&url, &dir);
-    // A wrong password is a clear error.
+    let port = cluster.port();
+    let plain = format!("postgres://volley:s3cret@127.0.0.1:{port}/perf?sslmode=disable");
+    exercise(&plain, &dir);
+    // A wrong password is a clear error, without the password.
     let o = volley()
         .args(["history", "--db"])
-        .arg(format!("postgres://volley:wrong@127.0.0.1:{port}/postgres"))
+        .arg(format!("postgres://volley:wrong@127.0.0.1:{port}/perf"))
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
@@ -316,5 +205,21 @@ fn postgres_history_when_a_server_is_installed() {
         "{}",
         stderr(&o)
     );
-    drop(cluster);
+    assert!(!stderr(&o).contains("wrong"), "{}", stderr(&o));
+    // Over TLS: the same history, reached with sslmode=require (and refused with
+    // verify-full against a self-signed certificate).
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    cluster
+        .enable_tls(&ck.cert.pem(), &ck.signing_key.serialize_pem())
+        .unwrap();
+    let tls = format!("postgres://volley:s3cret@127.0.0.1:{port}/perf?sslmode=require");
+    assert_eq!(history_json(&tls).len(), 2);
+    let o = volley()
+        .args(["history", "--db"])
+        .arg(format!("{tls}&sslmode=verify-full"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("certificate"), "{}", stderr(&o));
+    cluster.stop().unwrap();
 }

@@ -20,8 +20,8 @@
 //! - [`preflight`]: the pre-run check of every output a run writes afterwards (files and the
 //!   history location), so an unwritable target fails before the load starts.
 //! - [`sqlite`]: the embedded backend (rusqlite, bundled SQLite).
-//! - [`pg`]: a small PostgreSQL client (simple-query protocol; trust, password and
-//!   SCRAM-SHA-256 logins) so PostgreSQL costs no async stack.
+//! - [`pg`]: the PostgreSQL backend (the `postgres` crate via `volley-postgres`: TLS per
+//!   `sslmode`, every login method).
 
 pub mod listing;
 pub mod pg;

@@ -14,9 +14,9 @@ pub fn check(files: &[(&str, &Path)], history: Option<&str>) -> Result<(), Strin
     }
     let Some(spec) = history else { return Ok(()) };
     match Location::parse(Some(spec)) {
-        Location::Postgres(url) => pg::PgUrl::parse(&url).map(|_| ()).map_err(|e| {
+        Location::Postgres(url) => pg::check_url(&url).map_err(|e| {
             format!(
-                "--history {}: {e}; nothing was run\n  hint: postgres://user:password@host:port/db",
+                "--history {}: {e}; nothing was run\n  hint: postgres://user:password@host:port/db[?sslmode=require]",
                 pg::redact(&url)
             )
         }),

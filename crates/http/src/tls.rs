@@ -32,7 +32,7 @@ pub fn tls_config(opts: &TlsOptions, alpn: &[&[u8]]) -> Result<Arc<ClientConfig>
     let mut config = if opts.insecure {
         builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAnyCert { provider }))
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyCert::new(provider)))
             .with_no_client_auth()
     } else {
         let mut roots = RootCertStore {
@@ -67,10 +67,17 @@ fn add_pem_roots(roots: &mut RootCertStore, path: &PathBuf) -> Result<(), String
 }
 
 /// `--insecure`: trusts any certificate, but still checks that the server holds the key
-/// (handshake signatures), so a broken server is still reported as a TLS error.
+/// (handshake signatures), so a broken server is still reported as a TLS error. Also
+/// PostgreSQL's `sslmode=require` (volley-postgres).
 #[derive(Debug)]
-struct AcceptAnyCert {
+pub struct AcceptAnyCert {
     provider: Arc<CryptoProvider>,
+}
+
+impl AcceptAnyCert {
+    pub fn new(provider: Arc<CryptoProvider>) -> AcceptAnyCert {
+        AcceptAnyCert { provider }
+    }
 }
 
 impl ServerCertVerifier for AcceptAnyCert {

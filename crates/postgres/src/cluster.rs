@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::user::{self, RunAs};
 use crate::ClusterOptions;
 use std::fs::{self, File, OpenOptions};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -154,6 +154,52 @@ impl Cluster {
         client
             .batch_execute(&sql)
             .map_err(|e| sql_error(path, &sql, e))
+    }
+
+    /// Turns TLS on (`ssl = on` and a reload): the PEM certificate and key go into the data
+    /// dir, owned by the server's user. Returns once a new session is offered TLS.
+    pub fn enable_tls(&self, cert_pem: &str, key_pem: &str) -> Result<(), Error> {
+        self.write_server_file("server.crt", cert_pem)?;
+        self.write_server_file("server.key", key_pem)?;
+        let mut client = self.connect()?;
+        // Two statements: ALTER SYSTEM refuses to run in a multi-statement (implicit) transaction.
+        for sql in ["ALTER SYSTEM SET ssl = on", "SELECT pg_reload_conf()"] {
+            client.batch_execute(sql).map_err(|source| Error::Client {
+                context: "cannot turn TLS on".into(),
+                source,
+            })?;
+        }
+        // The postmaster applies a reload asynchronously: wait until sessions see it.
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            let on: bool = self
+                .connect()?
+                .query_one("SHOW ssl", &[])
+                .map(|r| r.get::<_, String>(0) == "on")
+                .unwrap_or(false);
+            if on {
+                return Ok(());
+            }
+            if Instant::now() >= until {
+                return Err(Error::failed(
+                    "TLS did not come on after a reload",
+                    self.log_tail(),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Writes a file into the data dir that the server (maybe another user) owns, mode 0600.
+    pub fn write_server_file(&self, name: &str, content: &str) -> Result<(), Error> {
+        let path = self.data_dir.join(name);
+        let io = |e| Error::io(format!("cannot write {}", path.display()), e);
+        let mut opts = OpenOptions::new();
+        opts.write(true).create(true).truncate(true).mode(0o600);
+        let mut file = opts.open(&path).map_err(io)?;
+        std::io::Write::write_all(&mut file, content.as_bytes()).map_err(io)?;
+        let owner = fs::metadata(&self.data_dir).map_err(io)?;
+        std::os::unix::fs::chown(&path, Some(owner.uid()), Some(owner.gid())).map_err(io)
     }
 
     /// Fast shutdown, then removes a temporary data dir.

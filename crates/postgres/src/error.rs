@@ -25,6 +25,12 @@ pub enum Error {
     Failed { step: String, detail: String },
     /// An SQL file failed: `location` is `file:line:column` when the server gave a position.
     Sql { location: String, message: String },
+    /// A connection URL does not parse (`url` is redacted).
+    Url {
+        url: String,
+        message: String,
+        hint: &'static str,
+    },
     /// A client operation (connect, query) failed.
     Client {
         context: String,
@@ -67,9 +73,19 @@ impl fmt::Display for Error {
                 Ok(())
             }
             Error::Sql { location, message } => write!(f, "{location}: {message}"),
+            Error::Url { url, message, hint } => write!(f, "{url}: {message}\nhint: {hint}"),
             Error::Client { context, source } => match source.as_db_error() {
                 Some(db) => write!(f, "{context}: {}: {}", db.severity(), db.message()),
-                None => write!(f, "{context}: {source}"),
+                None => {
+                    // "error performing TLS handshake" alone hides the reason: show the chain.
+                    write!(f, "{context}: {source}")?;
+                    let mut cause = std::error::Error::source(source);
+                    while let Some(c) = cause {
+                        write!(f, ": {c}")?;
+                        cause = c.source();
+                    }
+                    Ok(())
+                }
             },
         }
     }

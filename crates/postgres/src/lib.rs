@@ -15,16 +15,22 @@
 //! - this file: the public API re-exported, and [`ClusterOptions`].
 //! - [`binaries`]: finding `initdb`/`postgres` (PATH, then `/usr/lib/postgresql/*/bin`).
 //! - [`cluster`]: [`Cluster`]'s lifecycle (initdb, start, readiness, SQL, stop).
+//! - [`connect`]: clients by URL (`sslmode`, `sslrootcert`, defaults, redaction), for any
+//!   server — the history and the demo service connect through it.
+//! - [`tls`]: rustls connectors for `require`, `verify-ca` and `verify-full`.
 //! - [`error`]: [`Error`], whose messages name what failed and a hint.
 //! - [`user`]: the unprivileged account the server runs as when we are root.
 
 pub mod binaries;
 pub mod cluster;
+pub mod connect;
 pub mod error;
+pub mod tls;
 pub mod user;
 
 pub use binaries::{find_binaries, PgBinaries};
 pub use cluster::Cluster;
+pub use connect::{connect, redact};
 pub use error::Error;
 /// The client crate, re-exported so users connect with the same version.
 pub use postgres;
