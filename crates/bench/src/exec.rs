@@ -58,7 +58,9 @@ impl Status {
             Status::Signaled(s) => format!("killed by signal {s} ({})", signal_name(*s)),
             Status::TimedOut => format!(
                 "timed out after {} (process group killed)",
-                timeout.map_or_else(String::new, |t| volley_metrics::fmt::ms(t.as_secs_f64() * 1e3))
+                timeout.map_or_else(String::new, |t| volley_metrics::fmt::ms(
+                    t.as_secs_f64() * 1e3
+                ))
             ),
             Status::Interrupted => "interrupted (process group killed)".into(),
         }
@@ -84,8 +86,9 @@ pub struct Measured {
     pub wall_ms: f64,
     pub user_ms: f64,
     pub sys_ms: f64,
-    /// `wait4`'s `ru_maxrss`: the largest single process of the tree, bytes.
-    pub ru_maxrss: u64,
+    /// `wait4`'s `ru_maxrss`: the largest single process of the tree, bytes; `None` when it
+    /// is not above Volley's own peak at the spawn (see [`own_peak_rss`]).
+    pub ru_maxrss: Option<u64>,
     /// The largest sum over the live tree that the sampler saw, bytes.
     pub tree_peak: u64,
     pub voluntary_cs: u64,
@@ -98,10 +101,29 @@ pub struct Measured {
 
 impl Measured {
     /// Peak RSS of the whole tree: the sampled sum, or `ru_maxrss` when a process lived too
-    /// briefly to be sampled (it is a lower bound of the tree's peak).
-    pub fn peak_rss(&self) -> u64 {
-        self.tree_peak.max(self.ru_maxrss)
+    /// briefly to be sampled (it is a lower bound of the tree's peak); `None` when neither
+    /// saw anything.
+    pub fn peak_rss(&self) -> Option<u64> {
+        let p = self.tree_peak.max(self.ru_maxrss.unwrap_or(0));
+        (p > 0).then_some(p)
     }
+}
+
+/// This process's own peak RSS (`VmHWM`), bytes.
+///
+/// Linux records the *spawner's* memory in the child's `ru_maxrss`: at `exec` the kernel
+/// folds the high-water mark of the address space being replaced into the process's maximum,
+/// and after `vfork`/`posix_spawn` that address space is Volley's (after `fork`, a copy as
+/// large). A child's `ru_maxrss` at or below this value therefore says nothing about the
+/// child, and only the sampler's figure is used.
+pub fn own_peak_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kib| kib * 1024)
 }
 
 fn ms(tv: libc::timeval) -> f64 {
@@ -153,7 +175,12 @@ fn wait_fds(fds: &mut [libc::pollfd], d: Duration) {
     };
     // SAFETY: `fds` is a valid slice of pollfd for the duration of the call.
     unsafe {
-        libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &ts, std::ptr::null());
+        libc::ppoll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        );
     }
 }
 
@@ -226,8 +253,11 @@ pub fn run_once(l: &Launch, ctl: &RunControl) -> Result<Measured, String> {
     } else {
         Stdio::null()
     });
+    let spawner_peak = own_peak_rss();
     let start = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| format!("cannot run '{prog}': {e}"))?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot run '{prog}': {e}"))?;
     let pid = child.id();
     let pidfd = pidfd_open(pid);
     let mut reader = child.stdout.take().map(|pipe| {
@@ -252,10 +282,18 @@ pub fn run_once(l: &Launch, ctl: &RunControl) -> Result<Measured, String> {
         // Interruption is noticed within one sampling interval.
         let mut fds: Vec<libc::pollfd> = Vec::with_capacity(2);
         if let Some(fd) = pidfd {
-            fds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
+            fds.push(libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            });
         }
         if let Some(r) = reader.as_ref().filter(|r| r.open) {
-            fds.push(libc::pollfd { fd: r.pipe.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+            fds.push(libc::pollfd {
+                fd: r.pipe.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
         }
         if pidfd.is_none() {
             until = until.min(FIRST_SAMPLE);
@@ -335,7 +373,7 @@ pub fn run_once(l: &Launch, ctl: &RunControl) -> Result<Measured, String> {
         wall_ms,
         user_ms: ms(ru.ru_utime),
         sys_ms: ms(ru.ru_stime),
-        ru_maxrss: (ru.ru_maxrss.max(0) as u64) * 1024,
+        ru_maxrss: Some((ru.ru_maxrss.max(0) as u64) * 1024).filter(|m| *m > spawner_peak),
         tree_peak: sampler.peak,
         voluntary_cs: ru.ru_nvcsw.max(0) as u64,
         involuntary_cs: ru.ru_nivcsw.max(0) as u64,
@@ -392,7 +430,7 @@ mod tests {
         assert_eq!(m.status, Status::Exited(3));
         let p = m.parsed.unwrap();
         assert_eq!(p.values[0].1.value, 42.0);
-        assert!(m.wall_ms > 0.0 && m.ru_maxrss > 0);
+        assert!(m.wall_ms > 0.0);
     }
 
     #[test]
@@ -412,6 +450,9 @@ mod tests {
     fn a_missing_program_is_an_error_not_a_run() {
         let argv = vec!["/nonexistent/volley-bench-x".to_string()];
         let e = run_once(&launch(&argv), &RunControl::new()).unwrap_err();
-        assert!(e.starts_with("cannot run '/nonexistent/volley-bench-x'"), "{e}");
+        assert!(
+            e.starts_with("cannot run '/nonexistent/volley-bench-x'"),
+            "{e}"
+        );
     }
 }

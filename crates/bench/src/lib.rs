@@ -173,7 +173,13 @@ impl BenchOutcome {
     /// The run layer's outcome for the after-run chain (failed runs are judged apart:
     /// [`BenchOutcome::exit_code`]).
     pub fn outcome(&self) -> volley_run::Outcome {
-        volley_run::Outcome::of_run(None, None, self.thresholds_failed.clone(), self.interrupted, false)
+        volley_run::Outcome::of_run(
+            None,
+            None,
+            self.thresholds_failed.clone(),
+            self.interrupted,
+            false,
+        )
     }
 
     /// Interrupted (105), then failed runs ([`code::RUNS_FAILED`]), then crossed thresholds

@@ -82,7 +82,12 @@ pub fn judge(ths: &[Threshold], r: &mut RunResult) -> Option<String> {
             }
         })
         .collect();
-    (!failed.is_empty()).then(|| format!("thresholds on metrics '{}' have been crossed", failed.join(", ")))
+    (!failed.is_empty()).then(|| {
+        format!(
+            "thresholds on metrics '{}' have been crossed",
+            failed.join(", ")
+        )
+    })
 }
 
 #[cfg(test)]
@@ -91,7 +96,11 @@ mod tests {
 
     #[test]
     fn limits_take_units_and_keep_the_expression_as_written() {
-        let t = parse_flags(&["peak_rss:max<3MiB".into(), "wall_time{bench:a}:p(95)<=0.5s".into()]).unwrap();
+        let t = parse_flags(&[
+            "peak_rss:max<3MiB".into(),
+            "wall_time{bench:a}:p(95)<=0.5s".into(),
+        ])
+        .unwrap();
         assert_eq!(t[0].target, 3.0 * 1048576.0);
         assert_eq!(t[0].source, "max<3MiB");
         assert_eq!(t[1].target, 500.0);
@@ -102,9 +111,18 @@ mod tests {
 
     #[test]
     fn malformed_thresholds_are_usage_errors_with_an_example() {
-        for bad in ["peak_rss", "peak_rss:max", "peak_rss:max<lots", "x:count>1", "run_failed:avg<1"] {
+        for bad in [
+            "peak_rss",
+            "peak_rss:max",
+            "peak_rss:max<lots",
+            "x:count>1",
+            "run_failed:avg<1",
+        ] {
             let e = parse_flags(&[bad.into()]).unwrap_err();
-            assert!(e.contains("--threshold") && e.contains("hint"), "{bad}: {e}");
+            assert!(
+                e.contains("--threshold") && e.contains("hint"),
+                "{bad}: {e}"
+            );
         }
     }
 }

@@ -213,7 +213,12 @@ impl OutputParser {
         }
     }
 
-    fn json_object(&mut self, prefix: &str, m: &serde_json::Map<String, serde_json::Value>, depth: usize) {
+    fn json_object(
+        &mut self,
+        prefix: &str,
+        m: &serde_json::Map<String, serde_json::Value>,
+        depth: usize,
+    ) {
         for (k, v) in m {
             let key = if prefix.is_empty() {
                 k.clone()
@@ -244,7 +249,8 @@ impl OutputParser {
 /// A metric key: a letter or `_` first, then letters, digits, `_`, `.`, `-`.
 fn is_key(k: &str) -> bool {
     let mut c = k.chars();
-    c.next().is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+    c.next()
+        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
         && c.all(|x| x.is_ascii_alphanumeric() || matches!(x, '_' | '.' | '-'))
         && k.len() <= 128
 }
@@ -262,7 +268,12 @@ mod tests {
     use crate::units::Class;
 
     fn val(p: &Parsed, k: &str) -> (f64, Class) {
-        let q = &p.values.iter().find(|(n, _)| n == k).unwrap_or_else(|| panic!("{k}")).1;
+        let q = &p
+            .values
+            .iter()
+            .find(|(n, _)| n == k)
+            .unwrap_or_else(|| panic!("{k}"))
+            .1;
         (q.value, q.class.clone())
     }
 
@@ -296,7 +307,11 @@ mod tests {
         let p = parse_all(Format::Kv, text);
         assert_eq!(p.malformed, 2);
         assert_eq!(p.first_malformed, Some((2, "ops=".to_string())));
-        assert_eq!(val(&p, "y").0, 4.0, "the good pair of a bad line still counts");
+        assert_eq!(
+            val(&p, "y").0,
+            4.0,
+            "the good pair of a bad line still counts"
+        );
         assert_eq!(p.values.len(), 2);
     }
 

@@ -70,9 +70,9 @@ impl Bench {
 }
 
 fn substitute(s: &str, values: &[(String, String)]) -> String {
-    values
-        .iter()
-        .fold(s.to_string(), |acc, (k, v)| acc.replace(&format!("{{{k}}}"), v))
+    values.iter().fold(s.to_string(), |acc, (k, v)| {
+        acc.replace(&format!("{{{k}}}"), v)
+    })
 }
 
 /// Characters that need a shell when unquoted.
@@ -169,7 +169,10 @@ pub fn expand(
     }
     for (i, p) in params.iter().enumerate() {
         if params[..i].iter().any(|q| q.name == p.name) {
-            return Err(format!("--param {}: given twice (give all its values in one --param)", p.name));
+            return Err(format!(
+                "--param {}: given twice (give all its values in one --param)",
+                p.name
+            ));
         }
         let token = format!("{{{}}}", p.name);
         let used = commands.iter().any(|c| {
@@ -210,7 +213,8 @@ pub fn expand(
                 Some(n) => {
                     let s = substitute(n, &values);
                     if s == *n && !values.is_empty() {
-                        let list: Vec<String> = values.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                        let list: Vec<String> =
+                            values.iter().map(|(k, v)| format!("{k}={v}")).collect();
                         format!("{s} ({})", list.join(", "))
                     } else {
                         s
@@ -248,7 +252,10 @@ mod tests {
             split_words(r#"prog 'a b' "c \"d\"" e\ f"#).unwrap(),
             ["prog", "a b", "c \"d\"", "e f"]
         );
-        assert_eq!(split_words("awk '{print $1}' f").unwrap(), ["awk", "{print $1}", "f"]);
+        assert_eq!(
+            split_words("awk '{print $1}' f").unwrap(),
+            ["awk", "{print $1}", "f"]
+        );
         for bad in ["a | b", "a > f", "echo $HOME", "a; b", "'open", ""] {
             assert!(split_words(bad).is_err(), "{bad}");
         }
@@ -261,13 +268,23 @@ mod tests {
             Param::parse("size=1,2").unwrap(),
             Param::parse("mode=x,y,z").unwrap(),
         ];
-        let b = expand(&[cmd("prog --size {size} --mode {mode}")], &params, None, Some("rm -f {size}"), None).unwrap();
+        let b = expand(
+            &[cmd("prog --size {size} --mode {mode}")],
+            &params,
+            None,
+            Some("rm -f {size}"),
+            None,
+        )
+        .unwrap();
         assert_eq!(b.len(), 6);
         assert_eq!(b[0].argv, ["prog", "--size", "1", "--mode", "x"]);
         assert_eq!(b[5].argv, ["prog", "--size", "2", "--mode", "z"]);
         assert_eq!(b[5].prepare.as_deref(), Some("rm -f 2"));
         assert_eq!(b[1].tags().get("mode").map(String::as_str), Some("y"));
-        assert_eq!(b[1].tags().get("bench").map(String::as_str), Some("prog --size 1 --mode y"));
+        assert_eq!(
+            b[1].tags().get("bench").map(String::as_str),
+            Some("prog --size 1 --mode y")
+        );
     }
 
     #[test]
@@ -286,7 +303,14 @@ mod tests {
     fn shell_mode_and_names() {
         let mut c = cmd("echo {n} | wc -c");
         c.name = Some("count".into());
-        let b = expand(&[c], &[Param::parse("n=7").unwrap()], Some("sh"), None, None).unwrap();
+        let b = expand(
+            &[c],
+            &[Param::parse("n=7").unwrap()],
+            Some("sh"),
+            None,
+            None,
+        )
+        .unwrap();
         assert_eq!(b[0].argv, ["sh", "-c", "echo 7 | wc -c"]);
         assert_eq!(b[0].name, "count (n=7)");
     }

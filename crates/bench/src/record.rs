@@ -12,7 +12,9 @@ use crate::units::Class;
 use crate::BenchSpec;
 use serde_json::json;
 use volley_metrics::agg::TrendAgg;
-use volley_metrics::{Agg, MetricDesc, MetricKey, MetricKind, MetricTotal, RunMeta, RunResult, Unit};
+use volley_metrics::{
+    Agg, MetricDesc, MetricKey, MetricKind, MetricTotal, RunMeta, RunResult, Unit,
+};
 
 pub const WALL_TIME: &str = "wall_time";
 pub const PEAK_RSS: &str = "peak_rss";

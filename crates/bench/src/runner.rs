@@ -119,7 +119,11 @@ impl Collected {
         if m.class == q.class {
             m.values.push(q.value);
         } else {
-            *self.output.unit_mismatch.entry(name.to_string()).or_insert(0) += 1;
+            *self
+                .output
+                .unit_mismatch
+                .entry(name.to_string())
+                .or_insert(0) += 1;
         }
     }
 
@@ -133,8 +137,9 @@ impl Collected {
             value: v as f64,
             class: Class::Plain,
         };
-        let bytes = |v: u64| Quantity {
-            value: v as f64,
+        let bytes = |v: Option<u64>| Quantity {
+            // Unknown: NaN, left out below.
+            value: v.map_or(f64::NAN, |v| v as f64),
             class: Class::Bytes,
         };
         let (user, sys) = (m.user_ms - corr.user_ms, m.sys_ms - corr.sys_ms);
@@ -149,7 +154,9 @@ impl Collected {
             plain(m.involuntary_cs),
         ];
         for ((name, _), q) in BUILTIN.iter().zip(values.iter()) {
-            self.push(name, q);
+            if q.value.is_finite() {
+                self.push(name, q);
+            }
         }
         let run = self.runs;
         if let Some(p) = &m.parsed {
@@ -211,7 +218,9 @@ fn calibrate(spec: &BenchSpec, shell: &str, ctl: &RunControl) -> Result<Correcti
     for _ in 0..CALIBRATION_RUNS + 3 {
         runs.push(exec::run_once(&launch, ctl)?);
     }
-    let med = |f: fn(&Measured) -> f64| crate::stats::median(&runs[3..].iter().map(f).collect::<Vec<_>>());
+    let med = |f: fn(&Measured) -> f64| {
+        crate::stats::median(&runs[3..].iter().map(f).collect::<Vec<_>>())
+    };
     Ok(Correction {
         wall_ms: med(|m| m.wall_ms),
         user_ms: med(|m| m.user_ms),
@@ -252,7 +261,10 @@ pub fn run_all(spec: &BenchSpec, benches: &[Bench], ctl: &RunControl) -> Result<
             interrupted = true;
             break;
         }
-        progress(spec, &format!("Benchmark {}/{}: {}", i + 1, benches.len(), b.name));
+        progress(
+            spec,
+            &format!("Benchmark {}/{}: {}", i + 1, benches.len(), b.name),
+        );
         let mut c = Collected::new(b.clone());
         let launch = Launch {
             argv: &b.argv,
@@ -302,7 +314,10 @@ pub fn run_all(spec: &BenchSpec, benches: &[Bench], ctl: &RunControl) -> Result<
                 let status = m.status.describe(spec.timeout);
                 if c.failures.len() < MAX_FAILURES {
                     progress(spec, &format!("  run {} failed: {status}", c.runs));
-                    c.failures.push(Failure { run: c.runs, status });
+                    c.failures.push(Failure {
+                        run: c.runs,
+                        status,
+                    });
                 }
             }
         }

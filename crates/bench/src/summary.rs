@@ -48,7 +48,7 @@ impl MetricStats {
 /// Four significant digits, no exponent for everyday sizes.
 fn sig4(v: f64) -> String {
     let a = v.abs();
-    if a == 0.0 || a >= 1000.0 {
+    if a == 0.0 || a >= 1000.0 || (v == v.trunc() && a < 1e15) {
         format!("{v:.0}")
     } else if a >= 100.0 {
         format!("{v:.1}")
@@ -100,16 +100,21 @@ impl Summary {
         if r.meta.mode != "bench" {
             return Err(format!("not a bench result (mode '{}')", r.meta.mode));
         }
-        let list = r.options.get("benches").and_then(|b| b.as_array()).ok_or(
-            "options.benches is missing\n  hint: write the file with volley bench --save",
-        )?;
+        let list =
+            r.options.get("benches").and_then(|b| b.as_array()).ok_or(
+                "options.benches is missing\n  hint: write the file with volley bench --save",
+            )?;
         let units = r.options.get("metrics");
         let mut benches = Vec::new();
         for b in list {
             let tags: TagSet = serde_json::from_value(b.get("tags").cloned().unwrap_or_default())
                 .map_err(|e| format!("options.benches[].tags: {e}"))?;
             let mut metrics = Vec::new();
-            for m in r.metrics.iter().filter(|m| m.tags == tags && m.name != RUN_FAILED) {
+            for m in r
+                .metrics
+                .iter()
+                .filter(|m| m.tags == tags && m.name != RUN_FAILED)
+            {
                 let TotalValue::Trend { samples, .. } = &m.value else {
                     continue;
                 };
@@ -136,13 +141,19 @@ impl Summary {
             }
             let num = |k: &str| b.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
             benches.push(BenchStats {
-                name: b.get("name").and_then(|x| x.as_str()).unwrap_or_default().to_string(),
-                argv: serde_json::from_value(b.get("argv").cloned().unwrap_or_default()).unwrap_or_default(),
+                name: b
+                    .get("name")
+                    .and_then(|x| x.as_str())
+                    .unwrap_or_default()
+                    .to_string(),
+                argv: serde_json::from_value(b.get("argv").cloned().unwrap_or_default())
+                    .unwrap_or_default(),
                 runs: num("runs"),
                 failed: num("failed"),
                 failures: b.get("failures").cloned().unwrap_or_default(),
                 output: b.get("output").cloned().unwrap_or_default(),
-                notes: serde_json::from_value(b.get("notes").cloned().unwrap_or_default()).unwrap_or_default(),
+                notes: serde_json::from_value(b.get("notes").cloned().unwrap_or_default())
+                    .unwrap_or_default(),
                 tags,
                 metrics,
             });
@@ -187,23 +198,42 @@ impl Summary {
             }
         }
         let o = &b.output;
-        if let Some(n) = o.get("malformed_lines").and_then(|x| x.as_u64()).filter(|n| *n > 0) {
+        if let Some(n) = o
+            .get("malformed_lines")
+            .and_then(|x| x.as_u64())
+            .filter(|n| *n > 0)
+        {
             let first = o
                 .get("first_malformed")
-                .and_then(|f| Some((f.get(0)?.as_u64()?, f.get(1)?.as_u64()?, f.get(2)?.as_str()?)))
+                .and_then(|f| {
+                    Some((
+                        f.get(0)?.as_u64()?,
+                        f.get(1)?.as_u64()?,
+                        f.get(2)?.as_str()?,
+                    ))
+                })
                 .map(|(run, line, text)| format!(", first: run {run} line {line}: {}", esc(text)))
                 .unwrap_or_default();
             w.push(format!("{n} malformed output line(s) ignored{first}"));
         }
         if let Some(rep) = o.get("repeated_keys").and_then(|x| x.as_object()) {
-            let keys: Vec<String> = rep.iter().map(|(k, v)| format!("{} ({} runs)", esc(k), v)).collect();
+            let keys: Vec<String> = rep
+                .iter()
+                .map(|(k, v)| format!("{} ({} runs)", esc(k), v))
+                .collect();
             if !keys.is_empty() {
-                w.push(format!("keys printed more than once per run (the last value counts): {}", keys.join(", ")));
+                w.push(format!(
+                    "keys printed more than once per run (the last value counts): {}",
+                    keys.join(", ")
+                ));
             }
         }
         if let Some(um) = o.get("unit_mismatch").and_then(|x| x.as_object()) {
             for (k, v) in um {
-                w.push(format!("{}: {v} value(s) with a different kind of unit left out", esc(k)));
+                w.push(format!(
+                    "{}: {v} value(s) with a different kind of unit left out",
+                    esc(k)
+                ));
             }
         }
         w.extend(b.notes.iter().map(|n| esc(n).into_owned()));
@@ -220,7 +250,11 @@ impl Summary {
                 i + 1,
                 esc(&b.name),
                 ok,
-                if b.failed > 0 { format!(", {} failed", b.failed) } else { String::new() }
+                if b.failed > 0 {
+                    format!(", {} failed", b.failed)
+                } else {
+                    String::new()
+                }
             );
             let rows: Vec<[String; 5]> = b
                 .metrics
@@ -270,7 +304,9 @@ impl Summary {
             );
         }
         for t in &self.thresholds {
-            let seen = t.observed.map_or_else(|| "no data".into(), |v| format!("{v}"));
+            let seen = t
+                .observed
+                .map_or_else(|| "no data".into(), |v| format!("{v}"));
             let _ = writeln!(
                 s,
                 "{} {} {}  (observed {seen})",
@@ -306,11 +342,14 @@ impl Summary {
                 cell(&|m| format!("{} ± {}", m.show(m.stats.mean), m.show(m.stats.stddev))),
                 cell(&|m| m.show(m.stats.median)),
                 cell(&|m| format!("{} … {}", m.show(m.stats.min), m.show(m.stats.max))),
-                b.metric(PEAK_RSS).map_or_else(|| "-".into(), |m| m.show(m.stats.max)),
+                b.metric(PEAK_RSS)
+                    .map_or_else(|| "-".into(), |m| m.show(m.stats.max)),
                 cell(&|m| format!("{:.2}", m.stats.mean / fastest)),
             );
         }
-        s.push_str("\n| Command | Metric | Mean ± σ | Median | Min … Max |\n|:---|:---|---:|---:|---:|\n");
+        s.push_str(
+            "\n| Command | Metric | Mean ± σ | Median | Min … Max |\n|:---|:---|---:|---:|---:|\n",
+        );
         for b in &self.benches {
             for m in &b.metrics {
                 let _ = writeln!(

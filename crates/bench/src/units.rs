@@ -140,7 +140,9 @@ pub fn apply_unit(v: f64, unit: &str, next: Option<&str>) -> Option<(Quantity, b
     let q = |value: f64, class: Class| Quantity { value, class };
     if unit.is_empty() {
         return match next {
-            Some(n) if n.contains('/') || is_known_unit(n) => Some((apply_unit(v, n, None)?.0, true)),
+            Some(n) if n.contains('/') || is_known_unit(n) => {
+                Some((apply_unit(v, n, None)?.0, true))
+            }
             _ => Some((q(v, Class::Plain), false)),
         };
     }
@@ -214,7 +216,17 @@ mod tests {
 
     #[test]
     fn not_quantities() {
-        for s in ["", "abc", "1.2.3", "0x1F", "12 apples and pears", ".", "-", "inf", "NaN"] {
+        for s in [
+            "",
+            "abc",
+            "1.2.3",
+            "0x1F",
+            "12 apples and pears",
+            ".",
+            "-",
+            "inf",
+            "NaN",
+        ] {
             assert_eq!(parse(s), None, "{s}");
         }
     }

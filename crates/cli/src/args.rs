@@ -37,6 +37,8 @@ pub enum Command {
     Monitor(MonitorArgs),
     /// List the runs stored with --history (test, git revision, labels, key figures)
     History(HistoryArgs),
+    /// Benchmark commands run by run: time, CPU, peak RSS of the process tree, printed metrics
+    Bench(Box<crate::bench_cmd::BenchArgs>),
 }
 
 #[derive(Args, Debug)]

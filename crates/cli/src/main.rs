@@ -9,6 +9,7 @@ macro_rules! outln {
 }
 
 mod args;
+mod bench_cmd;
 mod dashboard_cmd;
 mod demo;
 mod demo_service_cmd;
@@ -64,6 +65,7 @@ fn main() {
         args::Command::Compare(a) => report_cmd::compare(a),
         args::Command::Monitor(a) => monitor_cmd::run(a),
         args::Command::History(a) => history_cmd::list(a),
+        args::Command::Bench(a) => bench_cmd::run(*a),
     };
     std::process::exit(code);
 }
@@ -119,6 +121,9 @@ fn summary_cmd(a: args::SummaryArgs) -> i32 {
             },
             Err(e) => exit::fail(&format!("{}: {e}", a.file.display())),
         };
+    }
+    if r.meta.mode == "bench" {
+        return bench_cmd::summary(&r, a.json);
     }
     if r.meta.mode != "http" {
         return exit::fail(&format!(

@@ -101,11 +101,18 @@ impl Figure {
 /// figures (`volley bench`); Volley's own metrics never match.
 pub fn is_throughput_name(metric: &str) -> bool {
     let m = metric.to_ascii_lowercase();
-    ["_per_s", "_per_sec", "_per_second", "_ops_s", "_mib_s", "_mb_s", "_bps"]
-        .iter()
-        .any(|s| m.ends_with(s))
-        || m
-            .split(['_', '.', '-'])
+    [
+        "_per_s",
+        "_per_sec",
+        "_per_second",
+        "_ops_s",
+        "_mib_s",
+        "_mb_s",
+        "_bps",
+    ]
+    .iter()
+    .any(|s| m.ends_with(s))
+        || m.split(['_', '.', '-'])
             .any(|p| ["throughput", "bandwidth", "qps", "rps", "iops"].contains(&p))
 }
 
