@@ -38,7 +38,7 @@ impl Stats {
             0.0
         };
         let median = median(v);
-        let mad = median_of(v.iter().map(|x| (x - median).abs()).collect());
+        let mad = self::median(&v.iter().map(|x| (x - median).abs()).collect::<Vec<_>>());
         let outliers = if mad > 0.0 {
             v.iter()
                 .enumerate()
@@ -69,18 +69,9 @@ impl Stats {
     }
 }
 
-fn median_of(mut s: Vec<f64>) -> f64 {
-    s.sort_by(f64::total_cmp);
-    let m = s.len() / 2;
-    if s.len() % 2 == 0 {
-        (s[m - 1] + s[m]) / 2.0
-    } else {
-        s[m]
-    }
-}
-
+/// The median (`volley_report::stats::median`, the one `volley compare` uses); 0 for none.
 pub fn median(v: &[f64]) -> f64 {
-    median_of(v.to_vec())
+    volley_report::stats::median(v).unwrap_or(0.0)
 }
 
 /// `slow.mean / fast.mean` and its standard uncertainty by first-order error propagation
