@@ -87,7 +87,7 @@ pub struct Measured {
     pub user_ms: f64,
     pub sys_ms: f64,
     /// `wait4`'s `ru_maxrss`: the largest single process of the tree, bytes; `None` when it
-    /// is not above Volley's own peak at the spawn (see [`own_peak_rss`]).
+    /// is not above Volley's own peak (see [`own_peak_rss`]).
     pub ru_maxrss: Option<u64>,
     /// The largest sum over the live tree that the sampler saw, bytes.
     pub tree_peak: u64,
@@ -253,7 +253,6 @@ pub fn run_once(l: &Launch, ctl: &RunControl) -> Result<Measured, String> {
     } else {
         Stdio::null()
     });
-    let spawner_peak = own_peak_rss();
     let start = Instant::now();
     let mut child = cmd
         .spawn()
@@ -337,6 +336,9 @@ pub fn run_once(l: &Launch, ctl: &RunControl) -> Result<Measured, String> {
         libc::wait4(pid as libc::pid_t, &mut st, 0, &mut ru);
         (st, ru)
     };
+    // Read after the exec: anything the spawn itself added to Volley's address space (the
+    // vfork child's stack, other threads meanwhile) is in this figure too.
+    let spawner_peak = own_peak_rss();
     // std would otherwise try to reap it again on drop (it never does for a spawned-and-
     // dropped child, but be explicit that the pid is gone).
     drop(child);

@@ -45,18 +45,14 @@ impl MetricStats {
     }
 }
 
-/// Four significant digits, no exponent for everyday sizes.
+/// Four significant digits (integers as they are), no exponent for everyday sizes.
 fn sig4(v: f64) -> String {
     let a = v.abs();
     if a == 0.0 || a >= 1000.0 || (v == v.trunc() && a < 1e15) {
-        format!("{v:.0}")
-    } else if a >= 100.0 {
-        format!("{v:.1}")
-    } else if a >= 10.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
+        return format!("{v:.0}");
     }
+    let decimals = (3 - a.log10().floor() as i32).clamp(0, 9) as usize;
+    format!("{v:.decimals$}")
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -304,9 +300,13 @@ impl Summary {
             );
         }
         for t in &self.thresholds {
-            let seen = t
-                .observed
-                .map_or_else(|| "no data".into(), |v| format!("{v}"));
+            let name = t.metric.split('{').next().unwrap_or_default();
+            let unit = self.benches.iter().find_map(|b| b.metric(name));
+            let seen = match (t.observed, unit) {
+                (None, _) => "no data".into(),
+                (Some(v), Some(m)) if name != RUN_FAILED => m.show(v),
+                (Some(v), _) => format!("{v}"),
+            };
             let _ = writeln!(
                 s,
                 "{} {} {}  (observed {seen})",
@@ -419,5 +419,25 @@ fn table(s: &mut String, head: &[String; 5], rows: &[[String; 5]]) {
             let _ = write!(line, "  {}{}", " ".repeat(pad), r[i]);
         }
         let _ = writeln!(s, "{}", line.trim_end());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printed_figures_keep_four_significant_digits() {
+        let cases = [
+            (73.76, "73.76"),
+            (0.000294, "0.0002940"),
+            (13824.01, "13824"),
+            (780.52, "780.5"),
+            (64.0, "64"),
+            (-1.5, "-1.500"),
+        ];
+        for (v, s) in cases {
+            assert_eq!(sig4(v), s, "{v}");
+        }
     }
 }
