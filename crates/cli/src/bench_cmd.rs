@@ -48,10 +48,12 @@ pub struct BenchArgs {
     /// Name the commands in tables and the result file (repeatable, in command order)
     #[arg(short = 'n', long = "name", value_name = "NAME")]
     pub names: Vec<String>,
-    /// Run commands through SHELL -c (default sh); the shell's start-up time is measured and
-    /// subtracted
-    #[arg(long, value_name = "SHELL", num_args = 0..=1, default_missing_value = "sh")]
-    pub shell: Option<String>,
+    /// Run commands through `sh -c`; the shell's start-up time is measured and subtracted
+    #[arg(long)]
+    pub shell: bool,
+    /// With --shell: this shell instead of sh (e.g. bash)
+    #[arg(long, value_name = "SHELL", requires = "shell")]
+    pub shell_program: Option<String>,
     /// Kill a run's whole process group after this long; the run counts as failed
     #[arg(short = 't', long, value_name = "DURATION", value_parser = volley_engine::parse_duration)]
     pub timeout: Option<Duration>,
@@ -63,7 +65,7 @@ pub struct BenchArgs {
     pub show_output: bool,
     /// Read metrics from the commands' stdout: kv (key=value pairs on any line) or json (one
     /// object per line)
-    #[arg(long, value_name = "kv|json", num_args = 0..=1, default_missing_value = "kv")]
+    #[arg(long, value_name = "kv|json")]
     pub parse: Option<String>,
     /// A limit, k6's grammar with units: wall_time:p(95)<20ms, peak_rss:max<3MiB,
     /// write_mib_per_s:min>60 (repeatable; crossed: exit 99)
@@ -152,7 +154,9 @@ fn spec(a: &BenchArgs) -> Result<BenchSpec, String> {
     s.runs = runs;
     s.prepare = a.prepare.clone();
     s.cleanup = a.cleanup.clone();
-    s.shell = a.shell.clone();
+    s.shell = a
+        .shell
+        .then(|| a.shell_program.clone().unwrap_or_else(|| "sh".into()));
     s.timeout = a.timeout.filter(|t| !t.is_zero());
     s.input = a.input.clone();
     s.show_output = a.show_output;
