@@ -340,3 +340,24 @@ pub fn run_all(spec: &BenchSpec, benches: &[Bench], ctl: &RunControl) -> Result<
         correction,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_counts_stop_at_exact_or_at_time_and_minimum_within_the_maximum() {
+        let s = Duration::from_secs;
+        assert!(!enough(&Runs::Exact(3), 2, s(100)));
+        assert!(enough(&Runs::Exact(3), 3, s(0)));
+        let until = Runs::Until {
+            min_time: s(3),
+            min: 10,
+            max: 50,
+        };
+        assert!(!enough(&until, 9, s(60)), "the minimum count first");
+        assert!(!enough(&until, 20, s(2)), "then the minimum time");
+        assert!(enough(&until, 10, s(3)));
+        assert!(enough(&until, 50, s(0)), "the maximum whatever the time");
+    }
+}

@@ -270,7 +270,9 @@ impl Summary {
                 })
                 .collect();
             let head = ["  metric", "mean ± σ", "median", "min … max", ""].map(String::from);
-            table(&mut s, &head, &rows);
+            if !rows.is_empty() {
+                table(&mut s, &head, &rows);
+            }
             if let Some(f) = b.failures.as_array().filter(|f| !f.is_empty()) {
                 for x in f {
                     let _ = writeln!(
