@@ -47,6 +47,8 @@ pub enum Command {
     Merge(crate::merge_cmd::MergeArgs),
     /// Run a suite file: services, readiness, seed, profiles, results, teardown
     Suite(crate::suite_cmd::SuiteArgs),
+    /// Benchmark commands run by run: time, CPU, peak RSS of the process tree, printed metrics
+    Bench(Box<crate::bench_cmd::BenchArgs>),
 }
 
 #[derive(Args, Debug)]

@@ -10,6 +10,7 @@ macro_rules! outln {
 
 mod archive_cmd;
 mod args;
+mod bench_cmd;
 mod dashboard_cmd;
 mod demo;
 mod demo_service_cmd;
@@ -74,6 +75,7 @@ fn main() {
         args::Command::Inspect(a) => archive_cmd::inspect(*a),
         args::Command::Merge(a) => merge_cmd::run(a),
         args::Command::Suite(a) => suite_cmd::run(a),
+        args::Command::Bench(a) => bench_cmd::run(*a),
     };
     std::process::exit(code);
 }
@@ -129,6 +131,9 @@ fn summary_cmd(a: args::SummaryArgs) -> i32 {
             },
             Err(e) => exit::fail(&format!("{}: {e}", a.file.display())),
         };
+    }
+    if r.meta.mode == "bench" {
+        return bench_cmd::summary(&r, a.json);
     }
     if r.meta.mode != "http" {
         return exit::fail(&format!(

@@ -7,6 +7,8 @@
 //! the two runs differ (p < alpha) *and* the change is at least the minimum effect; otherwise
 //! it is within noise. `docs/compare.md` explains why and how.
 
+mod runs;
+
 use crate::stats;
 use crate::view::{self, Figure, Sel};
 use serde::Serialize;
@@ -317,6 +319,7 @@ pub fn compare(
             continue;
         };
         let mut figures: Vec<Figure> = match agg {
+            _ if runs::both(b, n) => runs::figures(&agg),
             Agg::Counter { .. } => vec![Figure::Rate],
             Agg::Trend(_) => vec![Figure::P50, Figure::P95, Figure::P99],
             Agg::Rate { .. } => vec![Figure::ErrorRate],
@@ -360,14 +363,21 @@ fn compare_one(
     if fig == Figure::Rate && bv == 0.0 && nv == 0.0 {
         return None;
     }
-    let xs: Vec<f64> = view::intervals(b, sel, fig, 0.5)
-        .into_iter()
-        .map(|x| x.1)
-        .collect();
-    let ys: Vec<f64> = view::intervals(n, sel, fig, 0.5)
-        .into_iter()
-        .map(|x| x.1)
-        .collect();
+    let bench = runs::both(b, n);
+    // No failed run on either side: nothing to say.
+    if bench && fig == Figure::ErrorRate && bv == 0.0 && nv == 0.0 {
+        return None;
+    }
+    let per = |r: &RunResult| -> Vec<f64> {
+        if bench {
+            return runs::values(r, sel, fig);
+        }
+        view::intervals(r, sel, fig, 0.5)
+            .into_iter()
+            .map(|x| x.1)
+            .collect()
+    };
+    let (xs, ys) = (per(b), per(n));
     let points = fig == Figure::ErrorRate;
     let rule = stats::Rule {
         alpha: o.alpha,
@@ -386,7 +396,11 @@ fn compare_one(
         differs,
     } = stats::judge(&xs, &ys, bv, nv, rule, None);
     let enough = xs.len() >= MIN_INTERVALS && ys.len() >= MIN_INTERVALS;
-    let worse_up = fig.higher_is_worse(&sel.name);
+    let worse_up = if bench {
+        runs::higher_is_worse(b, &sel.name, fig)
+    } else {
+        fig.higher_is_worse(&sel.name)
+    };
     let verdict = match differs {
         true if (nv > bv) == worse_up => Verdict::Regression,
         true => Verdict::Improvement,
@@ -394,7 +408,8 @@ fn compare_one(
     };
     let note = (!enough).then(|| {
         format!(
-            "too few intervals ({} and {}; {MIN_INTERVALS} needed)",
+            "too few {} ({} and {}; {MIN_INTERVALS} needed)",
+            if bench { "runs" } else { "intervals" },
             xs.len(),
             ys.len()
         )
@@ -480,10 +495,21 @@ impl Comparison {
             .collect()
     }
 
+    /// What the noise is measured over: runs for two bench results, else intervals.
+    fn unit_of_noise(&self) -> &'static str {
+        if self.base.mode == "bench" && self.new.mode == "bench" {
+            "run"
+        } else {
+            "interval"
+        }
+    }
+
     fn method_line(&self) -> String {
         format!(
-            "Verdict: a difference is called when the Mann-Whitney U test on per-interval values says so (two-sided, alpha {}) and the change exceeds both the interval noise and {} ({} pp for error rates).",
+            "Verdict: a difference is called when the Mann-Whitney U test on per-{} values says so (two-sided, alpha {}) and the change exceeds both the {} noise and {} ({} pp for error rates).",
+            self.unit_of_noise(),
             self.options.alpha,
+            self.unit_of_noise(),
             fmt::pct_change(self.options.min_effect).trim_start_matches('+'),
             self.options.min_error_points
         )
@@ -560,7 +586,8 @@ impl Comparison {
         if !short.is_empty() {
             let _ = writeln!(
                 o,
-                "Too few intervals to judge (within noise by default): {}",
+                "Too few {}s to judge (within noise by default): {}",
+                self.unit_of_noise(),
                 short.join(", ")
             );
         }
@@ -621,7 +648,8 @@ impl Comparison {
         if !short.is_empty() {
             let _ = writeln!(
                 o,
-                "\nToo few intervals to judge (reported as within noise): {}.",
+                "\nToo few {}s to judge (reported as within noise): {}.",
+                self.unit_of_noise(),
                 short.join(", ")
             );
         }

@@ -78,7 +78,8 @@ impl Figure {
             }
             // `checks` is a pass rate; every other rate metric counts failures.
             Figure::ErrorRate => metric != "checks",
-            _ => true,
+            // Throughput a command printed (`volley bench`): more is better.
+            _ => !is_throughput_name(metric),
         }
     }
 
@@ -93,6 +94,26 @@ impl Figure {
             _ => fmt::num(v),
         }
     }
+}
+
+/// Does a metric's name say it is a throughput (`write_mib_per_s`, `ops_per_sec`,
+/// `throughput`, `qps`), so that a higher value is better? Command harnesses print such
+/// figures (`volley bench`); Volley's own metrics never match.
+pub fn is_throughput_name(metric: &str) -> bool {
+    let m = metric.to_ascii_lowercase();
+    [
+        "_per_s",
+        "_per_sec",
+        "_per_second",
+        "_ops_s",
+        "_mib_s",
+        "_mb_s",
+        "_bps",
+    ]
+    .iter()
+    .any(|s| m.ends_with(s))
+        || m.split(['_', '.', '-'])
+            .any(|p| ["throughput", "bandwidth", "qps", "rps", "iops"].contains(&p))
 }
 
 /// A series to read: a metric and one exact tag set, or all its tag sets combined.

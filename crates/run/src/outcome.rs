@@ -18,6 +18,9 @@ pub mod code {
     pub const REQUEST_ERRORS: i32 = 3;
     /// `volley verify`: acknowledged data was lost, corrupted or left half-written.
     pub const DATA_LOST: i32 = 6;
+    /// `volley bench`: some timed run failed (non-zero exit, killed by a signal) or timed
+    /// out; those runs are reported and left out of the statistics.
+    pub const RUNS_FAILED: i32 = 7;
     /// k6: some thresholds failed (also when `abortOnFail` stopped the test).
     pub const THRESHOLDS_FAILED: i32 = 99;
     /// k6: `setup()` ran past `setupTimeout`.
