@@ -1,5 +1,6 @@
 //! k6 modules beyond the core (`k6/encoding`, `k6/crypto`, `k6/execution`, `k6/data`,
-//! `k6/html`), the `jslib.k6.io` stand-ins, CommonJS `require`, and the state behind the
+//! `k6/html`, `k6/experimental/fs`, `k6/experimental/csv`), the `jslib.k6.io` stand-ins,
+//! CommonJS `require`, and the state behind the
 //! `k6/http` extras (cookie jars, response callbacks).
 //!
 //! Each module is a JS shim (`src/shims/`) over natives installed here on the hidden
@@ -10,8 +11,10 @@
 pub(crate) mod commonjs;
 pub(crate) mod cookies;
 pub(crate) mod crypto;
+pub(crate) mod csv;
 pub(crate) mod data;
 pub(crate) mod execution;
+pub(crate) mod fs;
 pub(crate) mod html;
 pub(crate) mod http_ext;
 
@@ -50,6 +53,7 @@ pub(crate) struct SharedExt {
     pub(crate) arrays: data::Arrays,
     pub(crate) exec: execution::RunInfo,
     pub(crate) cjs: commonjs::CjsModules,
+    pub(crate) files: fs::Files,
 }
 
 /// What a response callback counts as expected (k6 `expectedStatuses`): status ranges.
@@ -149,6 +153,8 @@ pub(crate) fn install<'js>(
     cookies::install(ctx, v, st)?;
     commonjs::install(ctx, v, st)?;
     html::install(ctx, v)?;
+    fs::install(ctx, v, st)?;
+    csv::install(ctx, v, st)?;
     if st.id > 0 && st.env.is_some() {
         st.shared.ext.exec.vu_initialized();
     }
