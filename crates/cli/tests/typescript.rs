@@ -32,9 +32,10 @@ fn exception_in_ts_reports_the_ts_line() {
 
 #[test]
 fn syntax_error_in_ts_exits_107_with_file_line_column() {
-    // k6: "ts_syntax.ts: Line 5:28 Expected \">\" but found \"=\"", exit 107.
+    // k6: "ts_syntax.ts: Line 5:28 Expected \">\" but found \"=\"", exit 107 (esbuild's
+    // columns are 0-based; Volley's 1-based, as for .js files: the same `=`).
     let o = run(&["run", &script("ts_syntax.ts")]);
     assert_eq!(o.status.code(), Some(107), "{}", stderr(&o));
     let err = stderr(&o);
-    assert!(err.contains("ts_syntax.ts:5:28"), "{err}");
+    assert!(err.contains("ts_syntax.ts:5:29"), "{err}");
 }

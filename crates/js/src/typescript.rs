@@ -1,7 +1,7 @@
 //! TypeScript modules (`.ts`, `.mts`): compiled to JavaScript before QuickJS sees them, as
 //! k6 (≥ v0.57) runs TypeScript through esbuild — types are dropped, never checked.
 //!
-//! swc's `swc_fast_ts_strip` in transform mode does the work, so the subset is esbuild's:
+//! swc's `swc_ts_fast_strip` in transform mode does the work, so the subset is esbuild's:
 //! annotations, interfaces, type aliases, generics, `as`, `satisfies`, `!`, type-only
 //! imports/exports, and imports whose bindings are only used as types (`import { Options }
 //! from "k6/options"`) are removed; enums, namespaces, parameter properties and class fields
@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use swc_common::errors::{DiagnosticBuilder, Emitter, Handler, HANDLER};
 use swc_common::sync::Lrc;
 use swc_common::{BytePos, Globals, SourceMap, GLOBALS};
-use swc_fast_ts_strip::{operate, Mode, Options, TransformConfig};
+use swc_ts_fast_strip::{operate, Mode, Options, TransformConfig};
 
 /// True for the files k6 compiles as TypeScript (by extension, as k6 decides).
 pub(crate) fn is_typescript(name: &str) -> bool {
@@ -201,5 +201,42 @@ mod tests {
         // Other files and non-positions are left alone.
         assert_eq!(remap("t/other.js:1:2"), "t/other.js:1:2");
         assert_eq!(remap("see t/map.ts: here"), "see t/map.ts: here");
+    }
+
+    /// A TypeScript file of about `lines` lines (as bench/ts-gen.py: interfaces, generics,
+    /// classes, `as`, `satisfies`).
+    fn generated(lines: usize) -> String {
+        let mut out = String::from("import type { Options } from './types.ts';\n");
+        let mut i = 0;
+        while out.lines().count() + 18 < lines {
+            out += &format!(
+                "interface Item{i}<T> {{\n  id: number;\n  name?: string;\n  readonly tags: Array<T>;\n}}\n\
+                 type Pair{i} = [string, number] | null;\n\
+                 export function make{i}<T extends object>(x: T, n: number = {i}): Item{i}<T> {{\n\
+                 \x20 const v = {{ id: n, tags: [x] }} as Item{i}<T>;\n\
+                 \x20 const cfg = {{ a: 1 }} satisfies Record<string, number>;\n  return v!;\n}}\n\
+                 class Box{i}<T> implements Item{i}<T> {{\n  private secret: string = 's{i}';\n\
+                 \x20 id: number = {i};\n  readonly tags: T[] = [];\n\
+                 \x20 get(this: Box{i}<T>, k: keyof T): T | undefined {{ return this.tags[0] as unknown as T; }}\n}}\n\n"
+            );
+            i += 1;
+        }
+        out + "export default function (): void { make0({}, 1); }\n"
+    }
+
+    /// Not a test: prints the compile time of a 2,000-line file (bench/RESULTS.md). Run with
+    /// `cargo test -p volley-js --lib typescript::tests::compile_time -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn compile_time() {
+        let src = generated(2000);
+        let lines = src.lines().count();
+        compile("bench.ts", src.clone()).unwrap();
+        let n = 20;
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            compile("bench.ts", src.clone()).unwrap();
+        }
+        println!("swc transform + map, {lines} lines: {:?} per file", t.elapsed() / n);
     }
 }
