@@ -215,7 +215,8 @@ fn typescript_and_data_module_scripts_match_k6() {
             .chain([v_path.to_str().unwrap()])
             .collect::<Vec<_>>());
         assert_eq!(v.status.code(), k.status.code(), "{name}: {}", stderr(&v));
-        let read = |p: &PathBuf| -> Value { serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap() };
+        let read =
+            |p: &PathBuf| -> Value { serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap() };
         let (kc, vc) = (check_counts(&read(&k_path)), check_counts(&read(&v_path)));
         assert_eq!(vc, kc, "{name}: volley (left) vs k6 (right)");
         assert!(kc.iter().any(|(n, _)| n == "checks"), "{kc:?}");

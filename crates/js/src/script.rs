@@ -26,8 +26,14 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
     ("k6/data", include_str!("shims/k6_data.js")),
     ("k6/timers", include_str!("shims/k6_timers.js")),
     ("k6/html", include_str!("shims/k6_html.js")),
-    ("k6/experimental/fs", include_str!("shims/k6_experimental_fs.js")),
-    ("k6/experimental/csv", include_str!("shims/k6_experimental_csv.js")),
+    (
+        "k6/experimental/fs",
+        include_str!("shims/k6_experimental_fs.js"),
+    ),
+    (
+        "k6/experimental/csv",
+        include_str!("shims/k6_experimental_csv.js"),
+    ),
     (
         crate::modules::JSLIB_UTILS,
         include_str!("shims/jslib_k6_utils.js"),

@@ -93,7 +93,11 @@ pub(crate) fn compile(name: &str, source: String) -> Result<String, String> {
                  removed, not checked; decorators and JSX are not supported"
             ));
         }
-        Err(_) => return Err(format!("{name}: the TypeScript compiler failed on this file")),
+        Err(_) => {
+            return Err(format!(
+                "{name}: the TypeScript compiler failed on this file"
+            ))
+        }
     };
     if let Some(map) = out
         .map
@@ -237,6 +241,9 @@ mod tests {
         for _ in 0..n {
             compile("bench.ts", src.clone()).unwrap();
         }
-        println!("swc transform + map, {lines} lines: {:?} per file", t.elapsed() / n);
+        println!(
+            "swc transform + map, {lines} lines: {:?} per file",
+            t.elapsed() / n
+        );
     }
 }
