@@ -215,3 +215,40 @@ fn trend_percentiles_of_32_and_1032_samples_equal_k6s_to_the_last_bit() {
         );
     }
 }
+
+/// The checks' passes and fails (and `iterations`, `csv_rows_streamed`) of an export.
+fn check_counts(export: &Value) -> Vec<(String, String)> {
+    let keep = ["checks", "iterations", "csv_rows_streamed"];
+    counts(export)
+        .into_iter()
+        .filter(|(n, _)| keep.contains(&n.as_str()))
+        .collect()
+}
+
+#[test]
+fn typescript_and_data_module_scripts_match_k6() {
+    let Some(k6) = k6() else {
+        eprintln!("k6 not found (set K6=/path/to/k6): skipped");
+        return;
+    };
+    let dir = common::scratch("k6-ts-data");
+    for name in ["typescript.ts", "data_files.js"] {
+        let (k_path, v_path) = (dir.join("k6.json"), dir.join("volley.json"));
+        let k = Command::new(&k6)
+            .args(["run", "-q", "--no-usage-report", "--address", "127.0.0.1:0"])
+            .arg("--summary-export")
+            .args([&k_path, &PathBuf::from(script(name))])
+            .output()
+            .unwrap();
+        let v = run(&["run", "-q", &script(name), "--summary-export"]
+            .into_iter()
+            .chain([v_path.to_str().unwrap()])
+            .collect::<Vec<_>>());
+        assert_eq!(v.status.code(), k.status.code(), "{name}: {}", stderr(&v));
+        let read =
+            |p: &PathBuf| -> Value { serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap() };
+        let (kc, vc) = (check_counts(&read(&k_path)), check_counts(&read(&v_path)));
+        assert_eq!(vc, kc, "{name}: volley (left) vs k6 (right)");
+        assert!(kc.iter().any(|(n, _)| n == "checks"), "{kc:?}");
+    }
+}

@@ -10,6 +10,7 @@
 //! - [`script`]: module resolution (relative paths, k6 built-ins, clear errors for remote or
 //!   unsupported modules), compiling every module to bytecode once, running init once to read
 //!   `options`, and error messages with `file:line:column`.
+//! - `typescript`: `.ts` modules compiled to JavaScript (swc), error positions mapped back.
 //! - [`vu`]: the VU — coroutine, QuickJS runtime, the lifecycle loop (init → setup →
 //!   default(data) → teardown), the native `__volley` functions behind `k6` and
 //!   `k6/metrics`, `open`, `console`, `__ENV`/`__VU`/`__ITER`.
@@ -45,6 +46,7 @@ pub mod options;
 mod rt;
 pub mod script;
 pub mod verify;
+mod typescript;
 pub mod vu;
 
 pub use options::CliOptions;

@@ -38,6 +38,14 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
         include_str!("shims/k6_websockets.js"),
     ),
     (
+        "k6/experimental/fs",
+        include_str!("shims/k6_experimental_fs.js"),
+    ),
+    (
+        "k6/experimental/csv",
+        include_str!("shims/k6_experimental_csv.js"),
+    ),
+    (
         crate::modules::JSLIB_UTILS,
         include_str!("shims/jslib_k6_utils.js"),
     ),
@@ -106,6 +114,15 @@ fn read_source(path: &Path) -> Result<String, String> {
     String::from_utf8(b).map_err(|_| "stream did not contain valid UTF-8".to_string())
 }
 
+/// A user module's JavaScript: its source, compiled first when it is TypeScript.
+fn module_source(name: &str, source: String) -> Result<String, String> {
+    if crate::typescript::is_typescript(name) {
+        crate::typescript::compile(name, source)
+    } else {
+        Ok(source)
+    }
+}
+
 /// Compile `path` and run its init code once. `env` becomes `__ENV`.
 pub fn load(path: &Path, env: BTreeMap<String, String>) -> Result<Script, ScriptError> {
     load_interruptible(path, env, None)
@@ -141,6 +158,7 @@ pub(crate) fn load_with(
     let source = shared
         .read_module(&main)
         .map_err(|e| ScriptError(format!("cannot read script {}: {e}", path.display())))?;
+    let source = module_source(&main, source).map_err(ScriptError)?;
     let compiled: Rc<std::cell::RefCell<HashMap<String, Vec<u8>>>> = Default::default();
     let rt = Runtime::new().map_err(|e| ScriptError(format!("cannot start QuickJS: {e}")))?;
     rt.set_max_stack_size(crate::vu::JS_STACK);
@@ -381,9 +399,12 @@ impl Loader for CompilingLoader {
     ) -> rquickjs::Result<Module<'js>> {
         let source = match BUILTINS.iter().find(|(n, _)| *n == name) {
             Some((_, src)) => src.to_string(),
-            None => self.shared.read_module(name).map_err(|e| {
-                rquickjs::Error::new_loading_message(name, format!("cannot read {name}: {e}"))
-            })?,
+            None => self
+                .shared
+                .read_module(name)
+                .map_err(|e| format!("cannot read {name}: {e}"))
+                .and_then(|s| module_source(name, s))
+                .map_err(|e| rquickjs::Error::new_loading_message(name, e))?,
         };
         let source = crate::modules::commonjs::compile_source(ctx, &self.shared, name, source);
         let m = Module::declare(ctx.clone(), name, source)?;
@@ -430,6 +451,11 @@ pub(crate) fn js_error(ctx: &Ctx<'_>, e: rquickjs::Error) -> ScriptError {
 }
 
 pub(crate) fn describe(ctx: &Ctx<'_>, e: rquickjs::Error) -> String {
+    // Positions in compiled TypeScript point back into the .ts source.
+    crate::typescript::remap(&describe_raw(ctx, e))
+}
+
+fn describe_raw(ctx: &Ctx<'_>, e: rquickjs::Error) -> String {
     match CaughtError::from_error(ctx, e) {
         CaughtError::Exception(ex) => {
             let obj = ex.as_object();

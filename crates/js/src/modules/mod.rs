@@ -1,7 +1,7 @@
 //! k6 modules beyond the core (`k6/encoding`, `k6/crypto`, `k6/execution`, `k6/data`,
-//! `k6/html`, `k6/ws`, `k6/websockets`), Volley's `volley/ledger`, the `jslib.k6.io`
-//! stand-ins, CommonJS `require`, and the state behind the `k6/http` extras (cookie jars,
-//! response callbacks).
+//! `k6/html`, `k6/ws`, `k6/websockets`, `k6/experimental/fs`, `k6/experimental/csv`),
+//! Volley's `volley/ledger`, the `jslib.k6.io` stand-ins, CommonJS `require`, and the state
+//! behind the `k6/http` extras (cookie jars, response callbacks).
 //!
 //! Each module is a JS shim (`src/shims/`) over natives installed here on the hidden
 //! `__volley` object. Per-run state lives in [`SharedExt`] (inside `ScriptShared`), per-VU
@@ -11,8 +11,10 @@
 pub(crate) mod commonjs;
 pub(crate) mod cookies;
 pub(crate) mod crypto;
+pub(crate) mod csv;
 pub(crate) mod data;
 pub(crate) mod execution;
+pub(crate) mod fs;
 pub(crate) mod html;
 pub(crate) mod http_ext;
 pub(crate) mod ledger;
@@ -53,6 +55,7 @@ pub(crate) struct SharedExt {
     pub(crate) arrays: data::Arrays,
     pub(crate) exec: execution::RunInfo,
     pub(crate) cjs: commonjs::CjsModules,
+    pub(crate) files: fs::Files,
 }
 
 /// What a response callback counts as expected (k6 `expectedStatuses`): status ranges.
@@ -158,6 +161,8 @@ pub(crate) fn install<'js>(
     html::install(ctx, v)?;
     ledger::install(ctx, v)?;
     ws::install(ctx, v, st)?;
+    fs::install(ctx, v, st)?;
+    csv::install(ctx, v, st)?;
     if st.id > 0 && st.env.is_some() {
         st.shared.ext.exec.vu_initialized();
     }

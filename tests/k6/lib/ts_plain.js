@@ -1,0 +1,4 @@
+// Plain JavaScript imported by a TypeScript module.
+export function double(n) {
+  return n * 2;
+}
