@@ -24,8 +24,8 @@ mod monitor_cmd;
 mod report_cmd;
 mod run_cmd;
 mod signals;
-mod verify_cmd;
 mod suite_cmd;
+mod verify_cmd;
 
 use clap::Parser;
 

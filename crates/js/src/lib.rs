@@ -45,8 +45,8 @@ pub(crate) mod modules;
 pub mod options;
 mod rt;
 pub mod script;
-pub mod verify;
 mod typescript;
+pub mod verify;
 pub mod vu;
 
 pub use options::CliOptions;

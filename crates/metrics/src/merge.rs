@@ -58,7 +58,10 @@ pub fn merge(inputs: &[(&str, &RunResult)], force: bool) -> Result<RunResult, Me
     let options = merge_options(inputs.iter().map(|i| &i.1.options));
     let mut merged = RunResult::new(meta, options, metrics, series);
     // Instances share one timeline: each one's events (faults), as each saw them.
-    merged.events = inputs.iter().flat_map(|i| i.1.events.iter().cloned()).collect();
+    merged.events = inputs
+        .iter()
+        .flat_map(|i| i.1.events.iter().cloned())
+        .collect();
     Ok(merged)
 }
 
