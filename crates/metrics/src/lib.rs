@@ -22,6 +22,7 @@
 //! - [`series`]: the per-interval time series, coarsened so its size stays bounded.
 //! - [`result`]: the run result file (serde), reading with validation and size limits (the
 //!   one reader every command uses), writing and exact merging.
+//! - [`capacity`]: a result file's optional section of sweep or search steps.
 //! - [`output`]: the pre-run check that an output file can be written.
 //! - [`names`]: k6's built-in metric names as constants, with their kinds.
 //! - [`fmt`]: every number shown to a human (durations, bytes, counts, ticks), Volley's own
@@ -31,6 +32,7 @@
 
 pub mod agg;
 pub mod aggregate;
+pub mod capacity;
 pub mod fmt;
 pub mod guard;
 pub mod hist;

@@ -103,6 +103,9 @@ pub struct RunResult {
     /// Script mode: every threshold with its verdict and observed value, in option order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<ThresholdResult>,
+    /// A sweep's or breaking-point search's steps (`crate::capacity`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<crate::capacity::Capacity>,
 }
 
 /// One evaluated threshold (`metric` may name a sub-metric: `http_req_duration{name:a}`).
@@ -445,6 +448,7 @@ impl RunResult {
             metrics,
             series,
             thresholds: Vec::new(),
+            capacity: None,
         }
     }
 
@@ -606,6 +610,9 @@ impl RunResult {
                     }
                 }
             }
+        }
+        if let Some(c) = &self.capacity {
+            c.validate()?;
         }
         Ok(())
     }

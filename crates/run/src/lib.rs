@@ -23,10 +23,13 @@
 //!   the engine's scheduler, one per-second hook feeding observers, outputs and `abortOnFail`,
 //!   then the result, the verdicts and the [`Outcome`].
 //! - [`outcome`]: how a run ended, and the one table from that to the exit code.
+//! - [`capacity`]: load sweeps and the breaking-point search as sequences of runs, the knee,
+//!   the SLO, the result file's `capacity` section.
 //! - [`after`]: the chain every command runs around a run: the pre-run check of the output
 //!   targets, then `--save`, `--summary-export`, `--report`, `--history` and the final outcome.
 
 pub mod after;
+pub mod capacity;
 pub mod checks;
 pub mod execute;
 pub mod md5;
