@@ -184,6 +184,8 @@ pub struct HttpArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub dashboard: DashboardArgs,
+    #[command(flatten)]
+    pub capacity: crate::capacity_cmd::CapacityArgs,
 }
 
 #[derive(Args, Debug)]
@@ -197,6 +199,13 @@ pub struct TargetArgs {
     /// Add this many milliseconds of latency to every response (for A/B tests)
     #[arg(long, value_name = "MS")]
     pub delay: Option<u64>,
+    /// Serve at most N requests at once (each for --delay); the rest queue, so the capacity
+    /// is N × 1000 / MS requests/s (docs/capacity.md)
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
+    pub workers: Option<usize>,
+    /// Answer 500 while more than RPS requests per second arrive (tests of a breaking target)
+    #[arg(long, value_name = "RPS", value_parser = crate::capacity_cmd::positive_rate)]
+    pub fail_above: Option<f64>,
     /// Serve HTTPS with this PEM certificate chain (with --tls-key)
     #[arg(long, value_name = "FILE")]
     pub tls_cert: Option<PathBuf>,

@@ -81,6 +81,9 @@ pub fn run(a: HttpArgs) -> i32 {
         }
         return ab(&a, cfg, b, &ctl, live);
     }
+    if a.capacity.active() {
+        return crate::capacity_cmd::run(&a, cfg, &monitor, &ctl, after);
+    }
     let observers = match crate::dashboard_cmd::start(&a.dashboard) {
         Ok(o) => o,
         Err(code) => return code,
@@ -139,7 +142,7 @@ pub fn run(a: HttpArgs) -> i32 {
 
 /// Quick mode as the run layer's input: its plan and body factory (one VU per connection),
 /// k6's thresholds, the outputs, the progress line, and its own result shape.
-fn spec(
+pub(crate) fn spec(
     cfg: &QuickConfig,
     monitor: &volley_engine::MonitorPlan,
     ths: Vec<volley_run::thresholds::Threshold>,

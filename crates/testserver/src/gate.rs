@@ -7,7 +7,9 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use tokio::sync::Semaphore;
+
+/// Most workers (each is an instant in a list scanned per request).
+const MAX_WORKERS: usize = 4096;
 
 /// The capacity knobs ([`crate::spawn_limited`], [`crate::run_blocking_limited`]).
 #[derive(Debug, Clone, Copy, Default)]
@@ -19,8 +21,15 @@ pub struct Limits {
 }
 
 /// Shared by all connections of a target with [`Limits`].
+///
+/// The workers run on virtual time: each remembers when it is next free, and an arriving
+/// request takes the worker free first, starting at that time (or now) and ending `delay`
+/// later. A sleeping task wakes a little late (timer ticks, a busy machine), but that lateness
+/// does not delay the next request, so the capacity is exactly N × 1000 / MS and the queue
+/// is first come, first served.
 pub(crate) struct Gate {
-    workers: Option<Semaphore>,
+    /// When each worker is next free.
+    workers: Option<Mutex<Vec<tokio::time::Instant>>>,
     fail_above: Option<f64>,
     /// Arrivals in the current and the previous one-second window.
     window: Mutex<Window>,
@@ -38,8 +47,9 @@ impl Gate {
             return None;
         }
         Some(Gate {
-            // tokio's semaphore is fair (FIFO), so waiting requests are served in order.
-            workers: l.workers.map(|n| Semaphore::new(n.clamp(1, Semaphore::MAX_PERMITS))),
+            workers: l
+                .workers
+                .map(|n| Mutex::new(vec![tokio::time::Instant::now(); n.clamp(1, MAX_WORKERS)])),
             fail_above: l.fail_above,
             window: Mutex::new(Window {
                 start: Instant::now(),
@@ -76,13 +86,26 @@ impl Gate {
     /// Wait for a free worker and hold it for `delay` (a worker is busy for the whole service
     /// time, as a thread of a thread-per-request server).
     pub(crate) async fn serve(&self, delay: Option<Duration>) {
-        let _permit = match &self.workers {
-            Some(s) => s.acquire().await.ok(),
-            None => None,
+        let delay = delay.unwrap_or_default();
+        let end = match &self.workers {
+            Some(w) => {
+                let mut free = w.lock().unwrap_or_else(|e| e.into_inner());
+                let now = tokio::time::Instant::now();
+                let (i, at) = free
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, t)| **t)
+                    .map(|(i, t)| (i, *t))
+                    .unwrap_or((0, now));
+                let end = at.max(now) + delay;
+                if let Some(slot) = free.get_mut(i) {
+                    *slot = end;
+                }
+                end
+            }
+            None => tokio::time::Instant::now() + delay,
         };
-        if let Some(d) = delay {
-            tokio::time::sleep(d).await;
-        }
+        tokio::time::sleep_until(end).await;
     }
 }
 

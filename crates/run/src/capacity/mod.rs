@@ -119,6 +119,18 @@ fn trend(r: &RunResult, name: &str) -> Option<(volley_metrics::agg::TrendAgg, St
     }
 }
 
+/// CPU time this process has used (user + system, all threads, live and exited), seconds;
+/// None where `/proc/self/stat` is not available.
+pub fn process_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces): state is the first, utime the
+    // 12th and stime the 13th; both in clock ticks (100 per second on Linux).
+    let rest = stat.rsplit_once(") ")?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
 /// `50ms`, `1.5s`, `800us`, `250µs` → milliseconds.
 pub fn parse_ms(s: &str) -> Option<f64> {
     let s = s.trim();

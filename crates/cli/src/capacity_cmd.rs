@@ -1,0 +1,241 @@
+//! `volley http URL --sweep …` and `--find-max-rate --slo …`: the flags, and the probe that
+//! runs one step of quick mode on the one run pipeline. What to run and how to judge it is
+//! `volley_run::capacity`; method: docs/capacity.md.
+
+use crate::args::HttpArgs;
+use crate::exit;
+use clap::Args;
+use std::time::{Duration, Instant};
+use volley_engine::{MonitorPlan, QuickConfig, RateSchedule, RunControl};
+use volley_metrics::capacity::Step;
+use volley_run::capacity::{self as cap, search, slo::Slo, sweep::Sweep, Probe, Probed};
+use volley_run::Outcome;
+
+#[derive(Args, Debug, Default)]
+pub struct CapacityArgs {
+    /// Capacity sweep: one run per level, e.g. rate=1000:20000:1000 (open model, -q per step)
+    /// or connections=10,25,50; prints a table and the knee (docs/capacity.md)
+    #[arg(long, value_name = "VAR=LEVELS", conflicts_with_all = ["vs", "out", "thresholds", "rate_stages", "find_max_rate"])]
+    pub sweep: Option<String>,
+    /// Breaking-point search: the highest open-model rate that meets --slo (docs/capacity.md)
+    #[arg(long, requires = "slo", conflicts_with_all = ["vs", "out", "thresholds", "rate_stages", "rate"])]
+    pub find_max_rate: bool,
+    /// The service level a step must meet, e.g. 'p99<50ms,error_rate<0.1%'
+    #[arg(long, value_name = "SLO")]
+    pub slo: Option<String>,
+    /// Measured window of each sweep step
+    #[arg(long, default_value = "5s", value_parser = volley_engine::parse_duration)]
+    pub step_duration: Duration,
+    /// Measured window of each search probe
+    #[arg(long, default_value = "5s", value_parser = volley_engine::parse_duration)]
+    pub probe_duration: Duration,
+    /// Warm-up run at the same load before each step or probe, not measured (0s: none)
+    #[arg(long, default_value = "1s", value_parser = volley_engine::parse_duration)]
+    pub warmup: Duration,
+    /// Search: the first probe's rate (requests/s)
+    #[arg(long, default_value_t = 100.0, value_name = "R", value_parser = positive_rate)]
+    pub start_rate: f64,
+    /// Search: never probe above this rate
+    #[arg(long, default_value_t = 1_000_000.0, value_name = "R", value_parser = positive_rate)]
+    pub max_rate: f64,
+    /// Search: stop bisecting when the bracket is this narrow, e.g. 5%
+    #[arg(long, default_value = "5%", value_parser = tolerance)]
+    pub tolerance: f64,
+}
+
+impl CapacityArgs {
+    pub fn active(&self) -> bool {
+        self.sweep.is_some() || self.find_max_rate
+    }
+}
+
+/// A rate flag: a finite number of requests per second above 0.
+pub fn positive_rate(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .ok_or_else(|| format!("'{s}' is not a rate: give requests per second above 0, e.g. 500"))
+}
+
+fn tolerance(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .ok()
+    .filter(|v| *v > 0.0 && *v < 1.0)
+    .ok_or_else(|| format!("'{s}' is not a tolerance: give a share such as 5% or 0.05"))
+}
+
+/// Runs quick mode at one load: a warm-up run, then the measured run, each an ordinary run
+/// of the run layer.
+struct QuickProbe<'a> {
+    base: QuickConfig,
+    variable: String,
+    monitor: &'a MonitorPlan,
+    ctl: &'a RunControl,
+    warmup: Duration,
+    measure: Duration,
+    quiet: bool,
+}
+
+impl QuickProbe<'_> {
+    fn config(&self, load: f64, d: Duration) -> QuickConfig {
+        let mut c = self.base.clone();
+        match self.variable.as_str() {
+            "rate" => c.rate = Some(RateSchedule::constant(load)),
+            _ => {
+                c.connections = load as usize;
+                c.max_connections = c.max_connections.max(c.connections);
+            }
+        }
+        c.duration = Some(d);
+        c.requests = None;
+        c
+    }
+
+    fn once(&self, cfg: &QuickConfig, monitor: &MonitorPlan) -> Result<volley_metrics::RunResult, String> {
+        let spec = crate::http_cmd::spec(cfg, monitor, vec![], None, &[], false)?;
+        match volley_run::execute(spec, self.ctl) {
+            Ok(f) => Ok(f.result),
+            Err(o) => Err(format!("{o:?}")),
+        }
+    }
+}
+
+impl Probe for QuickProbe<'_> {
+    fn run(&mut self, load: f64, role: &str) -> Result<Probed, String> {
+        if !self.quiet {
+            eprint!("  {} ({role}) …", cap::load_text(&self.variable, load));
+        }
+        if !self.warmup.is_zero() {
+            self.once(&self.config(load, self.warmup), &MonitorPlan::default())?;
+        }
+        let cfg = self.config(load, self.measure);
+        let (cpu0, t0) = (cap::process_cpu_seconds(), Instant::now());
+        let result = self.once(&cfg, self.monitor)?;
+        let generator_cpu = match (cpu0, cap::process_cpu_seconds()) {
+            (Some(a), Some(b)) => Some((b - a) / t0.elapsed().as_secs_f64().max(1e-3)),
+            _ => None,
+        };
+        let threads = match cfg.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        Ok(Probed {
+            result,
+            generator_cpu,
+            threads,
+        })
+    }
+
+    fn stopped(&self) -> bool {
+        self.ctl.is_stopped()
+    }
+
+    fn step_done(&mut self, s: &Step) {
+        if self.quiet {
+            return;
+        }
+        let verdict = match s.slo_ok {
+            Some(true) => "SLO ok".to_string(),
+            Some(false) => format!("SLO broken: {}", s.why),
+            None if !s.why.is_empty() => s.why.clone(),
+            None => String::new(),
+        };
+        eprintln!(
+            " {} p99 {} errors {}% {verdict}",
+            cap::rate_text(s.throughput),
+            volley_metrics::fmt::ms(s.p99_ms),
+            volley_metrics::fmt::short(s.error_rate * 100.0)
+        );
+    }
+}
+
+/// Run the sweep or the search, print the table and the finding, then the after-run chain
+/// (--save, --report, --history) on the reference run with the steps attached.
+pub fn run(
+    a: &HttpArgs,
+    cfg: QuickConfig,
+    monitor: &MonitorPlan,
+    ctl: &RunControl,
+    after: volley_run::after::AfterRun,
+) -> i32 {
+    let c = &a.capacity;
+    let slo = match c.slo.as_deref().map(Slo::parse).transpose() {
+        Ok(s) => s,
+        Err(e) => return exit::usage(&e),
+    };
+    let sweep = match c.sweep.as_deref().map(|s| Sweep::parse(s, &["rate", "connections"])).transpose() {
+        Ok(s) => s,
+        Err(e) => return exit::usage(&e),
+    };
+    if a.dashboard.dashboard.is_some() {
+        return exit::usage("--dashboard watches one run; not with --sweep or --find-max-rate");
+    }
+    let quiet = a.quiet || a.json;
+    let mut probe = QuickProbe {
+        base: cfg,
+        variable: sweep.as_ref().map_or("rate".into(), |s| s.variable.clone()),
+        monitor,
+        ctl,
+        warmup: c.warmup,
+        measure: if sweep.is_some() { c.step_duration } else { c.probe_duration },
+        quiet,
+    };
+    let done = match (&sweep, &slo) {
+        (Some(sw), _) => {
+            if !quiet {
+                eprintln!("sweep of {} over {} levels:", sw.variable, sw.loads.len());
+            }
+            cap::sweep::run(sw, slo.as_ref(), &mut probe).map(|s| (s.capacity, s.reference))
+        }
+        (None, Some(slo)) => {
+            let sc = search::SearchConfig {
+                start: c.start_rate,
+                factor: 2.0,
+                tolerance: c.tolerance,
+                max_rate: c.max_rate,
+            };
+            if !quiet {
+                eprintln!("searching the highest rate that meets {}:", slo.source);
+            }
+            search::find_max_rate(&sc, slo, &mut probe).map(|s| (s.capacity, s.reference))
+        }
+        (None, None) => return exit::usage("--find-max-rate needs --slo"),
+    };
+    let (capacity, reference) = match done {
+        Ok(d) => d,
+        Err(e) => return exit::fail(&e),
+    };
+    if a.json {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&capacity).unwrap_or_default()
+        );
+    } else if !a.quiet {
+        exit::print(&cap::table(&capacity));
+        outln!("{}", capacity.message);
+    }
+    let outcome = match capacity.finding.as_str() {
+        "interrupted" => Outcome::Interrupted,
+        "slo-unmet" | "hard-failure" if capacity.kind == "search" => {
+            Outcome::ThresholdsFailed(capacity.message.clone())
+        }
+        "generator-bound" if capacity.kind == "search" => {
+            Outcome::Failure(capacity.message.clone())
+        }
+        _ => Outcome::Passed,
+    };
+    let Some(mut result) = reference else {
+        return exit::outcome(&outcome);
+    };
+    result.capacity = Some(capacity);
+    let settled = after.finish(&result, outcome.clone(), false);
+    if settled != outcome {
+        return exit::outcome(&settled);
+    }
+    settled.exit_code()
+}
