@@ -5,7 +5,7 @@
 use crate::args::HttpArgs;
 use crate::exit;
 use clap::Args;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use volley_engine::{MonitorPlan, QuickConfig, RateSchedule, RunControl};
 use volley_metrics::capacity::Step;
 use volley_run::capacity::{self as cap, search, slo::Slo, sweep::Sweep, Probe, Probed};
@@ -79,7 +79,13 @@ struct QuickProbe<'a> {
     warmup: Duration,
     measure: Duration,
     quiet: bool,
+    /// A pause before the next step: an overloaded step leaves a queue at the target that
+    /// would otherwise spill into the next one.
+    rest: Duration,
 }
+
+/// Longest pause between steps.
+const MAX_REST: Duration = Duration::from_secs(10);
 
 impl QuickProbe<'_> {
     fn config(&self, load: f64, d: Duration) -> QuickConfig {
@@ -96,8 +102,16 @@ impl QuickProbe<'_> {
         c
     }
 
-    fn once(&self, cfg: &QuickConfig, monitor: &MonitorPlan) -> Result<volley_metrics::RunResult, String> {
-        let spec = crate::http_cmd::spec(cfg, monitor, vec![], None, &[], false)?;
+    fn once(
+        &self,
+        cfg: &QuickConfig,
+        monitor: &MonitorPlan,
+        watch: Option<cap::busy::BusyWatch>,
+    ) -> Result<volley_metrics::RunResult, String> {
+        let mut spec = crate::http_cmd::spec(cfg, monitor, vec![], None, &[], false)?;
+        if let Some(w) = watch {
+            spec.observers.push(Box::new(w));
+        }
         match volley_run::execute(spec, self.ctl) {
             Ok(f) => Ok(f.result),
             Err(o) => Err(format!("{o:?}")),
@@ -107,26 +121,27 @@ impl QuickProbe<'_> {
 
 impl Probe for QuickProbe<'_> {
     fn run(&mut self, load: f64, role: &str) -> Result<Probed, String> {
+        let rest_until = std::time::Instant::now() + std::mem::take(&mut self.rest);
+        while std::time::Instant::now() < rest_until && !self.ctl.is_stopped() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
         if !self.quiet {
             eprint!("  {} ({role}) …", cap::load_text(&self.variable, load));
         }
         if !self.warmup.is_zero() {
-            self.once(&self.config(load, self.warmup), &MonitorPlan::default())?;
+            self.once(&self.config(load, self.warmup), &MonitorPlan::default(), None)?;
         }
         let cfg = self.config(load, self.measure);
-        let (cpu0, t0) = (cap::process_cpu_seconds(), Instant::now());
-        let result = self.once(&cfg, self.monitor)?;
-        let generator_cpu = match (cpu0, cap::process_cpu_seconds()) {
-            (Some(a), Some(b)) => Some((b - a) / t0.elapsed().as_secs_f64().max(1e-3)),
-            _ => None,
-        };
         let threads = match cfg.threads {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
         };
+        let (watch, busy) = cap::busy::BusyWatch::new(threads);
+        let result = self.once(&cfg, self.monitor, Some(watch))?;
+        let generator_busy = *busy.lock().unwrap_or_else(|e| e.into_inner());
         Ok(Probed {
             result,
-            generator_cpu,
+            generator_busy,
             threads,
         })
     }
@@ -136,6 +151,12 @@ impl Probe for QuickProbe<'_> {
     }
 
     fn step_done(&mut self, s: &Step) {
+        let overloaded = s.slo_ok == Some(false)
+            || (self.variable == "rate" && s.throughput < 0.9 * s.load);
+        if overloaded {
+            // The target's queue holds at most about its worst latency of work.
+            self.rest = Duration::from_secs_f64(s.max_ms / 1000.0).min(MAX_REST);
+        }
         if self.quiet {
             return;
         }
@@ -184,6 +205,7 @@ pub fn run(
         warmup: c.warmup,
         measure: if sweep.is_some() { c.step_duration } else { c.probe_duration },
         quiet,
+        rest: Duration::ZERO,
     };
     let done = match (&sweep, &slo) {
         (Some(sw), _) => {

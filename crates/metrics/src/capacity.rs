@@ -71,9 +71,9 @@ pub struct Step {
     /// Connection refusals among the errors.
     #[serde(default)]
     pub refused: u64,
-    /// Volley's own CPU over the step, in cores.
+    /// How busy Volley's worker threads were (0..1: running or waiting for a CPU).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generator_cpu: Option<f64>,
+    pub generator_busy: Option<f64>,
     /// `--monitor`: the first target's mean CPU (percent of one core) and peak memory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_cpu_percent: Option<f64>,

@@ -8,8 +8,11 @@ use volley_metrics::capacity::Step;
 
 /// Throughput below this share of the offered rate: the load was not sustained.
 pub const SUSTAINED: f64 = 0.9;
-/// Volley's CPU over this share of its worker threads: the generator is saturated.
-pub const CPU_SATURATED: f64 = 0.85;
+/// Volley's worker threads busy (running or waiting for a CPU) over this share of the
+/// window: the generator is saturated. Measured on a loaded 2-core machine: 0.78-0.88 for
+/// one worker thread offered 200,000/s, 0.04-0.11 while a slow target was the limit (a
+/// thread also sleeps in epoll between bursts, so a saturated one rarely shows 1.0).
+pub const BUSY_SATURATED: f64 = 0.7;
 /// Hard failure: an error rate over this many times the SLO's budget (and at least
 /// [`HARD_ERROR_FLOOR`]).
 pub const HARD_ERROR_FACTOR: f64 = 10.0;
@@ -62,13 +65,15 @@ pub fn judge(slo: &Slo, s: &Step, offered: f64, threads: usize) -> Verdict {
 }
 
 /// Why the generator, not the target, limited this step (None: it did not, as far as can be
-/// told). Two signs: Volley's own CPU saturated; or the offered rate not reached with
+/// told). Two signs: Volley's worker threads saturated ([`super::busy`]); or the offered rate not reached with
 /// requests starting late while the target answered fast (its service time well inside the
 /// SLO), so the waiting happened in Volley.
 fn generator_bound(slo: &Slo, s: &Step, offered: f64, threads: usize) -> Option<String> {
-    if let Some(cpu) = s.generator_cpu.filter(|c| *c >= CPU_SATURATED * threads.max(1) as f64) {
+    if let Some(b) = s.generator_busy.filter(|b| *b >= BUSY_SATURATED) {
         return Some(format!(
-            "Volley's CPU was saturated ({cpu:.2} of {threads} worker cores)"
+            "Volley's {threads} worker thread(s) were busy {:.0}% of the time (running or \
+             waiting for a CPU)",
+            b * 100.0
         ));
     }
     let late = s.missed_starts + s.dropped;
@@ -116,8 +121,8 @@ mod tests {
         refused.refused = 50;
         assert!(matches!(judge(&slo, &refused, 800.0, 2), Verdict::Hard(m) if m.contains("refused")));
         let mut cpu = step(100_000.0, 40_000.0, 900.0, 0.0);
-        cpu.generator_cpu = Some(0.97);
-        assert!(matches!(judge(&slo, &cpu, 100_000.0, 1), Verdict::GeneratorBound(m) if m.contains("CPU")));
+        cpu.generator_busy = Some(0.97);
+        assert!(matches!(judge(&slo, &cpu, 100_000.0, 1), Verdict::GeneratorBound(m) if m.contains("busy 97%")));
         let mut late = step(100_000.0, 40_000.0, 900.0, 0.0);
         late.service_p99_ms = 1.2;
         late.missed_starts = 150_000;

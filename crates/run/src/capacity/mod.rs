@@ -10,11 +10,13 @@
 //!   small parsers shared by the flags.
 //! - [`slo`]: the SLO grammar and its verdict on a step.
 //! - [`knee`]: where latency starts growing much faster than throughput.
+//! - [`busy`]: how busy the generator's own threads were (running or waiting for a CPU).
 //! - [`judge`]: a probe's verdict: within the SLO, broken, broken hard (stop now), or not
 //!   measurable because the load generator itself was the limit.
 //! - [`search`]: geometric growth, bisection, the confirming run.
 //! - [`sweep`]: `--sweep rate=A:B:STEP`, `connections=…`, `vus=…`.
 
+pub mod busy;
 pub mod judge;
 pub mod knee;
 pub mod search;
@@ -37,8 +39,9 @@ pub trait Probe {
 /// A probe's measured run.
 pub struct Probed {
     pub result: RunResult,
-    /// Volley's own CPU during the measured window, in cores (None where unmeasured).
-    pub generator_cpu: Option<f64>,
+    /// How busy Volley's busiest `threads` threads were during the measured window (0..1,
+    /// running or waiting for a CPU; [`busy`]); None where unmeasured.
+    pub generator_busy: Option<f64>,
     /// Worker threads the generator ran (for judging its CPU).
     pub threads: usize,
 }
@@ -97,7 +100,7 @@ pub fn step_of(p: &Probed, load: f64, role: &str) -> Step {
         missed_starts: r.counter_sum("missed_starts") as u64,
         dropped: r.counter_sum("dropped_requests") as u64,
         refused,
-        generator_cpu: p.generator_cpu,
+        generator_busy: p.generator_busy,
         target_cpu_percent: first.and_then(|t| t.cpu_mean_percent),
         target_rss_bytes: first.and_then(|t| t.memory_peak_bytes),
         slo_ok: None,
@@ -117,18 +120,6 @@ fn trend(r: &RunResult, name: &str) -> Option<(volley_metrics::agg::TrendAgg, St
         volley_metrics::Agg::Trend(t) if t.count > 0 => Some((*t, hist.clone())),
         _ => None,
     }
-}
-
-/// CPU time this process has used (user + system, all threads, live and exited), seconds;
-/// None where `/proc/self/stat` is not available.
-pub fn process_cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the command name (which may hold spaces): state is the first, utime the
-    // 12th and stime the 13th; both in clock ticks (100 per second on Linux).
-    let rest = stat.rsplit_once(") ")?.1;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    Some(ticks / 100.0)
 }
 
 /// `50ms`, `1.5s`, `800us`, `250µs` → milliseconds.
@@ -245,7 +236,7 @@ pub(crate) mod tests {
             missed_starts: 0,
             dropped: 0,
             refused: 0,
-            generator_cpu: None,
+            generator_busy: None,
             target_cpu_percent: None,
             target_rss_bytes: None,
             slo_ok: None,

@@ -261,7 +261,7 @@ mod tests {
             result.meta.duration_s = 1.0;
             Ok(Run {
                 result,
-                generator_cpu: None,
+                generator_busy: None,
                 threads: 2,
             })
         }
