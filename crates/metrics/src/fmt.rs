@@ -84,6 +84,23 @@ pub fn num(v: f64) -> String {
     }
 }
 
+/// A rate in requests per second with thousands separators: `8,400/s`, `12.5/s` (capacity
+/// tables, comparisons).
+pub fn rate(v: f64) -> String {
+    if v.abs() < 100.0 {
+        return format!("{}/s", num(v));
+    }
+    let digits = format!("{:.0}", v.abs());
+    let mut out = String::from(if v < 0.0 { "-" } else { "" });
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out + "/s"
+}
+
 /// Axis tick label: compact (1.5k, 2M).
 pub fn short(v: f64) -> String {
     let a = v.abs();

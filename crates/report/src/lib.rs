@@ -16,6 +16,8 @@
 //! - [`ab`]: `volley http --vs`: A against B over alternating rounds (medians, ratio B/A and
 //!   a verdict per figure); [`ab_file`]: the `volley-ab` file `--vs --save` writes, with a
 //!   validated reader. Method: `docs/quick-mode.md`.
+//! - [`capacity`]: sweeps' and searches' steps: charts against load with the knee, and
+//!   base-against-new of the capacity with a noise judgement (`volley compare`).
 //! - [`html`]: `volley report`: one self-contained HTML page (inline CSS and SVG, no script, no
 //!   network) for one or more runs. Layout: `docs/report.md`.
 //! - [`svg`]: the hand-written SVG line and bar charts the report uses.
@@ -23,6 +25,7 @@
 
 pub mod ab;
 pub mod ab_file;
+pub mod capacity;
 pub mod compare;
 pub mod fmt;
 pub mod html;

@@ -6,12 +6,12 @@ use crate::fmt::esc;
 use std::fmt::Write as _;
 use volley_metrics::fmt::short;
 
-const W: f64 = 560.0;
-const H: f64 = 230.0;
-const LEFT: f64 = 58.0;
-const RIGHT: f64 = 14.0;
-const TOP: f64 = 12.0;
-const BOTTOM: f64 = 34.0;
+pub(crate) const W: f64 = 560.0;
+pub(crate) const H: f64 = 230.0;
+pub(crate) const LEFT: f64 = 58.0;
+pub(crate) const RIGHT: f64 = 14.0;
+pub(crate) const TOP: f64 = 12.0;
+pub(crate) const BOTTOM: f64 = 34.0;
 
 /// Colours for files (or for the lines of one file): distinct in print and for common
 /// colour-vision deficiencies (Okabe-Ito based).
@@ -53,7 +53,7 @@ pub fn nice_step(range: f64, n: f64) -> f64 {
 
 /// Ticks from 0 to at least `max`, and the axis top. `binary` picks steps that are round in
 /// KiB/MiB/GiB (for byte values).
-fn ticks(max: f64, n: f64, binary: bool) -> (Vec<f64>, f64) {
+pub(crate) fn ticks(max: f64, n: f64, binary: bool) -> (Vec<f64>, f64) {
     let max = if max > 0.0 && max.is_finite() {
         max
     } else {
@@ -77,7 +77,7 @@ fn secs_label(s: f64) -> String {
     }
 }
 
-fn frame(o: &mut String, title: &str) {
+pub(crate) fn frame(o: &mut String, title: &str) {
     let _ = write!(
         o,
         "<figure class=\"chart\"><figcaption>{}</figcaption><svg viewBox=\"0 0 {W} {H}\" role=\"img\" aria-label=\"{}\">",
@@ -86,7 +86,7 @@ fn frame(o: &mut String, title: &str) {
     );
 }
 
-fn y_axis(o: &mut String, yt: &[f64], ytop: f64, fmt: &dyn Fn(f64) -> String) {
+pub(crate) fn y_axis(o: &mut String, yt: &[f64], ytop: f64, fmt: &dyn Fn(f64) -> String) {
     let ph = H - TOP - BOTTOM;
     for v in yt {
         let y = TOP + ph - v / ytop * ph;
@@ -109,7 +109,7 @@ fn y_axis(o: &mut String, yt: &[f64], ytop: f64, fmt: &dyn Fn(f64) -> String) {
     );
 }
 
-fn legend(o: &mut String, items: &[(&str, &str, Option<&str>)]) {
+pub(crate) fn legend(o: &mut String, items: &[(&str, &str, Option<&str>)]) {
     if items.len() < 2 {
         return;
     }

@@ -134,18 +134,7 @@ pub fn parse_ms(s: &str) -> Option<f64> {
 
 /// A rate with thousands separators: `8,400/s`, `12.5/s`.
 pub fn rate_text(v: f64) -> String {
-    if v < 100.0 {
-        return format!("{}/s", volley_metrics::fmt::num(v));
-    }
-    let digits = format!("{:.0}", v);
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out + "/s"
+    volley_metrics::fmt::rate(v)
 }
 
 /// The load of a step as shown: a rate, or a count of connections/VUs.
