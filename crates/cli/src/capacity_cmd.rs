@@ -129,7 +129,11 @@ impl Probe for QuickProbe<'_> {
             eprint!("  {} ({role}) …", cap::load_text(&self.variable, load));
         }
         if !self.warmup.is_zero() {
-            self.once(&self.config(load, self.warmup), &MonitorPlan::default(), None)?;
+            self.once(
+                &self.config(load, self.warmup),
+                &MonitorPlan::default(),
+                None,
+            )?;
         }
         let cfg = self.config(load, self.measure);
         let threads = match cfg.threads {
@@ -151,8 +155,8 @@ impl Probe for QuickProbe<'_> {
     }
 
     fn step_done(&mut self, s: &Step) {
-        let overloaded = s.slo_ok == Some(false)
-            || (self.variable == "rate" && s.throughput < 0.9 * s.load);
+        let overloaded =
+            s.slo_ok == Some(false) || (self.variable == "rate" && s.throughput < 0.9 * s.load);
         if overloaded {
             // The target's queue holds at most about its worst latency of work.
             self.rest = Duration::from_secs_f64(s.max_ms / 1000.0).min(MAX_REST);
@@ -189,7 +193,12 @@ pub fn run(
         Ok(s) => s,
         Err(e) => return exit::usage(&e),
     };
-    let sweep = match c.sweep.as_deref().map(|s| Sweep::parse(s, &["rate", "connections"])).transpose() {
+    let sweep = match c
+        .sweep
+        .as_deref()
+        .map(|s| Sweep::parse(s, &["rate", "connections"]))
+        .transpose()
+    {
         Ok(s) => s,
         Err(e) => return exit::usage(&e),
     };
@@ -203,7 +212,11 @@ pub fn run(
         monitor,
         ctl,
         warmup: c.warmup,
-        measure: if sweep.is_some() { c.step_duration } else { c.probe_duration },
+        measure: if sweep.is_some() {
+            c.step_duration
+        } else {
+            c.probe_duration
+        },
         quiet,
         rest: Duration::ZERO,
     };

@@ -112,7 +112,10 @@ pub fn compare(a: CompareArgs) -> i32 {
     if a.json {
         let mut j = c.to_json();
         if let (Some(cap), Some(o)) = (&capacity, j.as_object_mut()) {
-            o.insert("capacity".into(), serde_json::to_value(cap).unwrap_or_default());
+            o.insert(
+                "capacity".into(),
+                serde_json::to_value(cap).unwrap_or_default(),
+            );
         }
         println!("{}", serde_json::to_string_pretty(&j).unwrap_or_default());
     } else if a.markdown {

@@ -262,7 +262,13 @@ pub fn charts(c: &Capacity) -> [String; 2] {
         })
         .collect();
     [
-        xy_chart("Throughput against load (requests/s)", x_name, &tp, mark, &|v| short(v)),
+        xy_chart(
+            "Throughput against load (requests/s)",
+            x_name,
+            &tp,
+            mark,
+            &|v| short(v),
+        ),
         xy_chart("Latency against load", x_name, &lat, mark, &ms_tick),
     ]
 }
@@ -271,7 +277,11 @@ pub fn charts(c: &Capacity) -> [String; 2] {
 pub(crate) fn section(o: &mut String, runs: &[crate::Labeled]) {
     for r in runs {
         let Some(c) = &r.run.capacity else { continue };
-        let what = if c.kind == "search" { "breaking-point search" } else { "load sweep" };
+        let what = if c.kind == "search" {
+            "breaking-point search"
+        } else {
+            "load sweep"
+        };
         let _ = write!(
             o,
             "<h2>Capacity: {} ({})</h2><p>{}</p>",

@@ -7,7 +7,6 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-
 /// Most workers (each is an instant in a list scanned per request).
 const MAX_WORKERS: usize = 4096;
 

@@ -114,6 +114,9 @@ mod tests {
         w.last = Some((Instant::now(), BusyWatch::snap().unwrap()));
         spin.join().unwrap();
         let share = w.share().unwrap();
-        assert!(share > 0.8, "a spinning thread is busy the whole window: {share}");
+        assert!(
+            share > 0.8,
+            "a spinning thread is busy the whole window: {share}"
+        );
     }
 }

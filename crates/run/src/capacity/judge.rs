@@ -101,7 +101,10 @@ mod tests {
     #[test]
     fn a_probe_is_judged_on_the_slo_and_on_sustaining_the_offered_rate() {
         let slo = Slo::parse("p99<50ms,error_rate<1%").unwrap();
-        assert_eq!(judge(&slo, &step(400.0, 398.0, 20.0, 0.0), 400.0, 2), Verdict::Pass);
+        assert_eq!(
+            judge(&slo, &step(400.0, 398.0, 20.0, 0.0), 400.0, 2),
+            Verdict::Pass
+        );
         let Verdict::Fail(why) = judge(&slo, &step(400.0, 300.0, 20.0, 0.0), 400.0, 2) else {
             panic!()
         };
@@ -119,13 +122,19 @@ mod tests {
         assert!(matches!(judge(&slo, &errors, 800.0, 2), Verdict::Hard(m) if m.contains("40.0%")));
         let mut refused = step(800.0, 800.0, 5.0, 0.0);
         refused.refused = 50;
-        assert!(matches!(judge(&slo, &refused, 800.0, 2), Verdict::Hard(m) if m.contains("refused")));
+        assert!(
+            matches!(judge(&slo, &refused, 800.0, 2), Verdict::Hard(m) if m.contains("refused"))
+        );
         let mut cpu = step(100_000.0, 40_000.0, 900.0, 0.0);
         cpu.generator_busy = Some(0.97);
-        assert!(matches!(judge(&slo, &cpu, 100_000.0, 1), Verdict::GeneratorBound(m) if m.contains("busy 97%")));
+        assert!(
+            matches!(judge(&slo, &cpu, 100_000.0, 1), Verdict::GeneratorBound(m) if m.contains("busy 97%"))
+        );
         let mut late = step(100_000.0, 40_000.0, 900.0, 0.0);
         late.service_p99_ms = 1.2;
         late.missed_starts = 150_000;
-        assert!(matches!(judge(&slo, &late, 100_000.0, 2), Verdict::GeneratorBound(m) if m.contains("late")));
+        assert!(
+            matches!(judge(&slo, &late, 100_000.0, 2), Verdict::GeneratorBound(m) if m.contains("late"))
+        );
     }
 }

@@ -51,7 +51,11 @@ mod tests {
             .iter()
             .map(|&l| {
                 let x = l.min(cap);
-                let p99 = if l < cap * 0.95 { 11.0 } else { 11.0 + (l - cap * 0.95) * 3.0 };
+                let p99 = if l < cap * 0.95 {
+                    11.0
+                } else {
+                    11.0 + (l - cap * 0.95) * 3.0
+                };
                 step(l, x, p99, 0.0)
             })
             .collect()
@@ -69,11 +73,15 @@ mod tests {
 
     #[test]
     fn a_latency_spike_that_falls_back_is_noise_not_a_knee() {
-        let mut s: Vec<Step> = (1..=5).map(|i| step(i as f64 * 10.0, i as f64 * 100.0, 10.0, 0.0)).collect();
+        let mut s: Vec<Step> = (1..=5)
+            .map(|i| step(i as f64 * 10.0, i as f64 * 100.0, 10.0, 0.0))
+            .collect();
         s[2].p99_ms = 40.0;
         assert_eq!(knee(&s, false), None);
         // Closed model: throughput flattens while latency grows with the connections.
-        let mut c: Vec<Step> = (1..=6).map(|i| step(i as f64 * 10.0, i as f64 * 100.0, 10.0, 0.0)).collect();
+        let mut c: Vec<Step> = (1..=6)
+            .map(|i| step(i as f64 * 10.0, i as f64 * 100.0, 10.0, 0.0))
+            .collect();
         for (i, st) in c.iter_mut().enumerate().skip(3) {
             st.throughput = 300.0;
             st.p99_ms = 10.0 * (i as f64 - 1.0);

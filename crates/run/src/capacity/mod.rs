@@ -125,9 +125,15 @@ fn trend(r: &RunResult, name: &str) -> Option<(volley_metrics::agg::TrendAgg, St
 /// `50ms`, `1.5s`, `800us`, `250µs` → milliseconds.
 pub fn parse_ms(s: &str) -> Option<f64> {
     let s = s.trim();
-    let (num, scale) = [("ms", 1.0), ("us", 1e-3), ("µs", 1e-3), ("s", 1e3), ("m", 60e3)]
-        .iter()
-        .find_map(|(u, k)| s.strip_suffix(u).map(|n| (n, *k)))?;
+    let (num, scale) = [
+        ("ms", 1.0),
+        ("us", 1e-3),
+        ("µs", 1e-3),
+        ("s", 1e3),
+        ("m", 60e3),
+    ]
+    .iter()
+    .find_map(|(u, k)| s.strip_suffix(u).map(|n| (n, *k)))?;
     let v: f64 = num.trim().parse().ok()?;
     (v.is_finite() && v > 0.0).then_some(v * scale)
 }

@@ -72,7 +72,11 @@ impl State<'_> {
 }
 
 /// Run the search with `probe`.
-pub fn find_max_rate(cfg: &SearchConfig, slo: &Slo, probe: &mut dyn Probe) -> Result<Searched, String> {
+pub fn find_max_rate(
+    cfg: &SearchConfig,
+    slo: &Slo,
+    probe: &mut dyn Probe,
+) -> Result<Searched, String> {
     let mut st = State {
         slo,
         steps: Vec::new(),
@@ -84,7 +88,11 @@ pub fn find_max_rate(cfg: &SearchConfig, slo: &Slo, probe: &mut dyn Probe) -> Re
     // Growth (or shrinking while nothing passed yet).
     let mut shrinks = 0;
     while end.is_none() {
-        let role = if pass.is_none() && fail.is_some() { "shrink" } else { "grow" };
+        let role = if pass.is_none() && fail.is_some() {
+            "shrink"
+        } else {
+            "grow"
+        };
         match st.probe(probe, rate, role)? {
             Probed::Stopped => end = Some(interrupted()),
             Probed::Verdict(Verdict::Pass) => {
@@ -290,15 +298,23 @@ mod tests {
                 let mut tags = volley_metrics::TagSet::new();
                 tags.insert("status".into(), "200".into());
                 let mut lat = volley_metrics::agg::TrendAgg::new();
-                let ms = if load <= self.0.cap * 0.97 { 10.0 } else { 200.0 };
+                let ms = if load <= self.0.cap * 0.97 {
+                    10.0
+                } else {
+                    200.0
+                };
                 for _ in 0..n.max(1) {
                     lat.add(ms);
                 }
-                let d = |name: &str, kind, tags: volley_metrics::TagSet| volley_metrics::MetricDesc {
-                    key: volley_metrics::MetricKey { name: name.into(), tags },
-                    kind,
-                    unit: volley_metrics::Unit::Default,
-                };
+                let d =
+                    |name: &str, kind, tags: volley_metrics::TagSet| volley_metrics::MetricDesc {
+                        key: volley_metrics::MetricKey {
+                            name: name.into(),
+                            tags,
+                        },
+                        kind,
+                        unit: volley_metrics::Unit::Default,
+                    };
                 r.result.metrics.push(volley_metrics::MetricTotal::from_agg(
                     &d("http_reqs", volley_metrics::MetricKind::Counter, tags),
                     &reqs,
@@ -316,7 +332,11 @@ mod tests {
                     ));
                 }
                 r.result.metrics.push(volley_metrics::MetricTotal::from_agg(
-                    &d("http_req_duration", volley_metrics::MetricKind::Trend, Default::default()),
+                    &d(
+                        "http_req_duration",
+                        volley_metrics::MetricKind::Trend,
+                        Default::default(),
+                    ),
                     &volley_metrics::Agg::Trend(Box::new(lat)),
                 ));
                 Ok(r)
@@ -349,9 +369,16 @@ mod tests {
         let max = c.max_rate.unwrap();
         assert!((370.0..=400.0).contains(&max), "{max} {probes:?}");
         assert_eq!(c.confirmed, Some(true));
-        assert_eq!(probes[..3].iter().map(|p| p.0).collect::<Vec<_>>(), [100.0, 200.0, 400.0]);
+        assert_eq!(
+            probes[..3].iter().map(|p| p.0).collect::<Vec<_>>(),
+            [100.0, 200.0, 400.0]
+        );
         assert_eq!(probes.last().unwrap().1, "confirm");
-        assert!(c.message.starts_with("max rate under SLO (p99<50ms): 3"), "{}", c.message);
+        assert!(
+            c.message.starts_with("max rate under SLO (p99<50ms): 3"),
+            "{}",
+            c.message
+        );
     }
 
     #[test]

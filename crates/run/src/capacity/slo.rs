@@ -50,7 +50,9 @@ impl Slo {
                             .and_then(|n| n.trim_matches(['(', ')']).parse::<f64>().ok())
                             .filter(|v| (0.0..=100.0).contains(v))
                             .ok_or_else(|| {
-                                at(&format!("'{name}' is not p50, p95, p99, p99.9, max or error_rate"))
+                                at(&format!(
+                                    "'{name}' is not p50, p95, p99, p99.9, max or error_rate"
+                                ))
                             })?,
                     ),
                 };
@@ -97,7 +99,10 @@ impl Slo {
                 Clause::Latency { pct, limit_ms } => {
                     let (label, v) = match pct {
                         None => ("max".to_string(), s.max_ms),
-                        Some(p) => (format!("p{}", volley_metrics::fmt::short(*p)), pct_ms(s, *p)),
+                        Some(p) => (
+                            format!("p{}", volley_metrics::fmt::short(*p)),
+                            pct_ms(s, *p),
+                        ),
                     };
                     if v >= *limit_ms {
                         why.push(format!("{label} {} ≥ {}", ms(v), ms(*limit_ms)));
@@ -105,11 +110,7 @@ impl Slo {
                 }
                 Clause::ErrorRate(max) => {
                     if s.error_rate > *max || (s.requests == 0 && s.load > 0.0) {
-                        why.push(format!(
-                            "error_rate {} > {}",
-                            pc(s.error_rate),
-                            pc(*max)
-                        ));
+                        why.push(format!("error_rate {} > {}", pc(s.error_rate), pc(*max)));
                     }
                 }
             }
@@ -157,8 +158,14 @@ mod tests {
         assert_eq!(slo.latency_limit_ms(), Some(50.0));
         assert!(slo.check(&step(49.0, 0.0)).is_ok());
         let why = slo.check(&step(80.0, 0.01)).unwrap_err();
-        assert!(why.contains("p99") && why.contains("error_rate 1%"), "{why}");
-        assert!(Slo::parse("max<1s").unwrap().check(&step(10.0, 0.0)).is_ok());
+        assert!(
+            why.contains("p99") && why.contains("error_rate 1%"),
+            "{why}"
+        );
+        assert!(Slo::parse("max<1s")
+            .unwrap()
+            .check(&step(10.0, 0.0))
+            .is_ok());
     }
 
     #[test]

@@ -100,7 +100,11 @@ pub fn run(sweep: &Sweep, slo: Option<&Slo>, probe: &mut dyn Probe) -> Result<Sw
         let stop = match &v {
             Verdict::Pass => false,
             Verdict::Fail(w) => {
-                s.why = if slo.is_some() { w.clone() } else { String::new() };
+                s.why = if slo.is_some() {
+                    w.clone()
+                } else {
+                    String::new()
+                };
                 false
             }
             Verdict::Hard(w) => {
@@ -173,8 +177,13 @@ mod tests {
         let c = Sweep::parse("connections=10,25,50", &["rate", "connections"]).unwrap();
         assert_eq!(c.loads, [10.0, 25.0, 50.0]);
         let e = Sweep::parse("vus=1,2", &["rate", "connections"]).unwrap_err();
-        assert!(e.contains("cannot sweep 'vus'") && e.contains("hint:"), "{e}");
-        assert!(Sweep::parse("rate=1:1000000:1", &["rate"]).unwrap_err().contains("more than"));
+        assert!(
+            e.contains("cannot sweep 'vus'") && e.contains("hint:"),
+            "{e}"
+        );
+        assert!(Sweep::parse("rate=1:1000000:1", &["rate"])
+            .unwrap_err()
+            .contains("more than"));
         assert!(Sweep::parse("connections=1.5", &["connections"]).is_err());
         assert!(Sweep::parse("rate=800:100:100", &["rate"]).is_err());
         assert!(Sweep::parse("rate", &["rate"]).is_err());
