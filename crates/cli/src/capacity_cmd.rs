@@ -6,9 +6,8 @@ use crate::args::HttpArgs;
 use crate::exit;
 use clap::Args;
 use std::time::Duration;
-use volley_engine::{MonitorPlan, QuickConfig, RateSchedule, RunControl};
-use volley_metrics::capacity::Step;
-use volley_run::capacity::{self as cap, search, slo::Slo, sweep::Sweep, Probe, Probed};
+use volley_engine::{MonitorPlan, QuickConfig, RunControl};
+use volley_run::capacity::{self as cap, probe::QuickProbe, search, slo::Slo, sweep::Sweep};
 use volley_run::Outcome;
 
 #[derive(Args, Debug, Default)]
@@ -69,116 +68,6 @@ fn tolerance(s: &str) -> Result<f64, String> {
     .ok_or_else(|| format!("'{s}' is not a tolerance: give a share such as 5% or 0.05"))
 }
 
-/// Runs quick mode at one load: a warm-up run, then the measured run, each an ordinary run
-/// of the run layer.
-struct QuickProbe<'a> {
-    base: QuickConfig,
-    variable: String,
-    monitor: &'a MonitorPlan,
-    ctl: &'a RunControl,
-    warmup: Duration,
-    measure: Duration,
-    quiet: bool,
-    /// A pause before the next step: an overloaded step leaves a queue at the target that
-    /// would otherwise spill into the next one.
-    rest: Duration,
-}
-
-/// Longest pause between steps.
-const MAX_REST: Duration = Duration::from_secs(10);
-
-impl QuickProbe<'_> {
-    fn config(&self, load: f64, d: Duration) -> QuickConfig {
-        let mut c = self.base.clone();
-        match self.variable.as_str() {
-            "rate" => c.rate = Some(RateSchedule::constant(load)),
-            _ => {
-                c.connections = load as usize;
-                c.max_connections = c.max_connections.max(c.connections);
-            }
-        }
-        c.duration = Some(d);
-        c.requests = None;
-        c
-    }
-
-    fn once(
-        &self,
-        cfg: &QuickConfig,
-        monitor: &MonitorPlan,
-        watch: Option<cap::busy::BusyWatch>,
-    ) -> Result<volley_metrics::RunResult, String> {
-        let mut spec = crate::http_cmd::spec(cfg, monitor, vec![], None, &[], false)?;
-        if let Some(w) = watch {
-            spec.observers.push(Box::new(w));
-        }
-        match volley_run::execute(spec, self.ctl) {
-            Ok(f) => Ok(f.result),
-            Err(o) => Err(format!("{o:?}")),
-        }
-    }
-}
-
-impl Probe for QuickProbe<'_> {
-    fn run(&mut self, load: f64, role: &str) -> Result<Probed, String> {
-        let rest_until = std::time::Instant::now() + std::mem::take(&mut self.rest);
-        while std::time::Instant::now() < rest_until && !self.ctl.is_stopped() {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        if !self.quiet {
-            eprint!("  {} ({role}) …", cap::load_text(&self.variable, load));
-        }
-        if !self.warmup.is_zero() {
-            self.once(
-                &self.config(load, self.warmup),
-                &MonitorPlan::default(),
-                None,
-            )?;
-        }
-        let cfg = self.config(load, self.measure);
-        let threads = match cfg.threads {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            n => n,
-        };
-        let (watch, busy) = cap::busy::BusyWatch::new(threads);
-        let result = self.once(&cfg, self.monitor, Some(watch))?;
-        let generator_busy = *busy.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(Probed {
-            result,
-            generator_busy,
-            threads,
-        })
-    }
-
-    fn stopped(&self) -> bool {
-        self.ctl.is_stopped()
-    }
-
-    fn step_done(&mut self, s: &Step) {
-        let overloaded =
-            s.slo_ok == Some(false) || (self.variable == "rate" && s.throughput < 0.9 * s.load);
-        if overloaded {
-            // The target's queue holds at most about its worst latency of work.
-            self.rest = Duration::from_secs_f64(s.max_ms / 1000.0).min(MAX_REST);
-        }
-        if self.quiet {
-            return;
-        }
-        let verdict = match s.slo_ok {
-            Some(true) => "SLO ok".to_string(),
-            Some(false) => format!("SLO broken: {}", s.why),
-            None if !s.why.is_empty() => s.why.clone(),
-            None => String::new(),
-        };
-        eprintln!(
-            " {} p99 {} errors {}% {verdict}",
-            cap::rate_text(s.throughput),
-            volley_metrics::fmt::ms(s.p99_ms),
-            volley_metrics::fmt::short(s.error_rate * 100.0)
-        );
-    }
-}
-
 /// Run the sweep or the search, print the table and the finding, then the after-run chain
 /// (--save, --report, --history) on the reference run with the steps attached.
 pub fn run(
@@ -206,20 +95,13 @@ pub fn run(
         return exit::usage("--dashboard watches one run; not with --sweep or --find-max-rate");
     }
     let quiet = a.quiet || a.json;
-    let mut probe = QuickProbe {
-        base: cfg,
-        variable: sweep.as_ref().map_or("rate".into(), |s| s.variable.clone()),
-        monitor,
-        ctl,
-        warmup: c.warmup,
-        measure: if sweep.is_some() {
-            c.step_duration
-        } else {
-            c.probe_duration
-        },
-        quiet,
-        rest: Duration::ZERO,
+    let measure = if sweep.is_some() {
+        c.step_duration
+    } else {
+        c.probe_duration
     };
+    let variable = sweep.as_ref().map_or("rate", |s| s.variable.as_str());
+    let mut probe = QuickProbe::new(cfg, variable, monitor, ctl, (c.warmup, measure), quiet);
     let done = match (&sweep, &slo) {
         (Some(sw), _) => {
             if !quiet {

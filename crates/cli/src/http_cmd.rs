@@ -142,7 +142,7 @@ pub fn run(a: HttpArgs) -> i32 {
 
 /// Quick mode as the run layer's input: its plan and body factory (one VU per connection),
 /// k6's thresholds, the outputs, the progress line, and its own result shape.
-pub(crate) fn spec(
+fn spec(
     cfg: &QuickConfig,
     monitor: &volley_engine::MonitorPlan,
     ths: Vec<volley_run::thresholds::Threshold>,

@@ -2,8 +2,9 @@
 //! built-in target on a free loopback port, then (1) blasts one URL in quick mode and checks
 //! that Volley counted exactly the requests the target served, and (2) runs an example k6
 //! script with checks, custom metrics and thresholds against it — through the caller, as
-//! `volley run` — saving result files and HTML reports for each step. Then (3) the tour
-//! proper ([`crate::tour`]). `quick` stops after step 1. Documented in docs/demo.md.
+//! `volley run` — saving result files and HTML reports for each step; then a short
+//! breaking-point search against a target of known capacity ([`crate::demo_capacity`]).
+//! Then (3) the tour proper ([`crate::tour`]). `quick` stops after step 1. Documented in docs/demo.md.
 
 use crate::{code, examples::QUICKSTART, tour};
 use std::io::{IsTerminal, Write};
@@ -105,6 +106,10 @@ pub fn run(
         });
     }
     target.shutdown();
+    let mut capacity_code = code::OK;
+    if !cfg.quick && !ctl.is_stopped() {
+        capacity_code = crate::demo_capacity::run(&dir, ctl);
+    }
 
     // Step 3: the example suites against the demo service.
     let mut tour_code = code::OK;
@@ -119,6 +124,8 @@ pub fn run(
         "quickstart.js",
         "quickstart.json",
         "quickstart.html",
+        "capacity.json",
+        "capacity.html",
         "examples",
         "results",
     ]
@@ -134,7 +141,7 @@ pub fn run(
         "Next: open the .html reports; `volley compare {} <another run>.json`; `volley http URL` against your own service; `volley run your-script.js`.",
         quick_json.display()
     );
-    [blast_code, script_code, tour_code]
+    [blast_code, script_code, capacity_code, tour_code]
         .into_iter()
         .find(|c| *c != code::OK)
         .unwrap_or(code::OK)
@@ -157,29 +164,7 @@ fn blast(
         cfg.connections,
         flag_duration(cfg.duration)
     );
-    let quick = QuickConfig {
-        url: url.clone(),
-        method: "GET".into(),
-        headers: Vec::new(),
-        body: Body::Empty,
-        connections: cfg.connections,
-        duration: Some(cfg.duration),
-        requests: None,
-        timeout: Duration::from_secs(10),
-        connect_timeout: Duration::from_secs(5),
-        keepalive: true,
-        tls: TlsOptions {
-            insecure: false,
-            cacert: None,
-        },
-        threads: 0,
-        pipeline: 1,
-        http2: false,
-        h2_streams: 1,
-        rate: None,
-        max_connections: cfg.connections,
-        command: std::env::args().collect(),
-    };
+    let quick = quick_config(url.clone(), cfg.connections, cfg.duration);
     let live = std::io::stderr().is_terminal();
     let before = target.stats().requests;
     let result = run_quick(&quick, ctl, |p| {
@@ -208,6 +193,33 @@ fn blast(
         }
     );
     Ok(code)
+}
+
+/// The demo's fixed request (GET over keep-alive connections, closed model).
+pub(crate) fn quick_config(url: String, connections: usize, duration: Duration) -> QuickConfig {
+    QuickConfig {
+        url,
+        method: "GET".into(),
+        headers: Vec::new(),
+        body: Body::Empty,
+        connections,
+        duration: Some(duration),
+        requests: None,
+        timeout: Duration::from_secs(10),
+        connect_timeout: Duration::from_secs(5),
+        keepalive: true,
+        tls: TlsOptions {
+            insecure: false,
+            cacert: None,
+        },
+        threads: 0,
+        pipeline: 1,
+        http2: false,
+        h2_streams: 1,
+        rate: None,
+        max_connections: connections,
+        command: std::env::args().collect(),
+    }
 }
 
 /// Prints the blast's summary, then `volley http`'s after-run chain (result file, HTML

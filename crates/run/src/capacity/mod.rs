@@ -13,12 +13,14 @@
 //! - [`busy`]: how busy the generator's own threads were (running or waiting for a CPU).
 //! - [`judge`]: a probe's verdict: within the SLO, broken, broken hard (stop now), or not
 //!   measurable because the load generator itself was the limit.
+//! - [`probe`]: the quick-mode [`Probe`]: a warm-up and a measured run per step.
 //! - [`search`]: geometric growth, bisection, the confirming run.
 //! - [`sweep`]: `--sweep rate=A:B:STEP`, `connections=…`, `vus=…`.
 
 pub mod busy;
 pub mod judge;
 pub mod knee;
+pub mod probe;
 pub mod search;
 pub mod slo;
 pub mod sweep;
