@@ -6,7 +6,7 @@
 use crate::compare::Verdict;
 use crate::fmt::esc;
 use crate::stats;
-use crate::svg::{self, Line, BOTTOM, H, LEFT, PALETTE, RIGHT, TOP, W};
+use crate::svg::{self, Line, PALETTE};
 use serde::Serialize;
 use std::fmt::Write as _;
 use volley_metrics::capacity::{Capacity, Step};
@@ -139,88 +139,6 @@ fn by_load(c: &Capacity) -> Vec<(usize, &Step)> {
     v
 }
 
-/// An x-y chart against load; `mark`: a vertical line at this load with its label.
-fn xy_chart(
-    title: &str,
-    x_name: &str,
-    lines: &[Line],
-    mark: Option<(f64, &str)>,
-    tick: &dyn Fn(f64) -> String,
-) -> String {
-    let mut o = String::new();
-    svg::frame(&mut o, title);
-    let pts = || lines.iter().flat_map(|l| l.points.iter());
-    let xmax = pts().map(|p| p.0).fold(0.0f64, f64::max);
-    let ymax = pts().map(|p| p.1).fold(0.0f64, f64::max);
-    let (yt, ytop) = svg::ticks(ymax, 4.0, false);
-    let (xt, xtop) = svg::ticks(xmax, 6.0, false);
-    let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
-    let sx = |x: f64| LEFT + x / xtop * pw;
-    let sy = |y: f64| TOP + ph - y.min(ytop) / ytop * ph;
-    svg::y_axis(&mut o, &yt, ytop, tick);
-    for x in &xt {
-        let _ = write!(
-            o,
-            "<text class=\"tick\" x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-            sx(*x),
-            H - BOTTOM + 16.0,
-            esc(&short(*x))
-        );
-    }
-    let _ = write!(
-        o,
-        "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-        W - RIGHT,
-        H - 3.0,
-        esc(x_name)
-    );
-    if let Some((x, label)) = mark {
-        let _ = write!(
-            o,
-            "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{TOP}\" y2=\"{1}\" stroke=\"#cf222e\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/><text class=\"tick\" x=\"{2:.1}\" y=\"{3}\" fill=\"#cf222e\">{4}</text>",
-            sx(x),
-            H - BOTTOM,
-            sx(x) + 4.0,
-            TOP + 10.0,
-            esc(label)
-        );
-    }
-    for l in lines {
-        let p: Vec<String> = l
-            .points
-            .iter()
-            .map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y)))
-            .collect();
-        let _ = write!(
-            o,
-            "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" stroke-linejoin=\"round\"{} points=\"{}\"/>",
-            l.color,
-            l.dash.map(|d| format!(" stroke-dasharray=\"{d}\"")).unwrap_or_default(),
-            p.join(" ")
-        );
-        for (x, y) in &l.points {
-            let _ = write!(
-                o,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{}\"><title>{} at {}: {}</title></circle>",
-                sx(*x),
-                sy(*y),
-                l.color,
-                esc(&l.label),
-                esc(&short(*x)),
-                esc(&tick(*y))
-            );
-        }
-    }
-    o.push_str("</svg>");
-    let items: Vec<_> = lines
-        .iter()
-        .map(|l| (l.label.as_str(), l.color, l.dash))
-        .collect();
-    svg::legend(&mut o, &items);
-    o.push_str("</figure>");
-    o
-}
-
 /// The two charts of a capacity result: throughput against load (with the offered rate as
 /// a dashed line for rate sweeps) and p50/p95/p99 against load; the knee (or the search's
 /// answer) marked.
@@ -236,7 +154,13 @@ pub fn charts(c: &Capacity) -> [String; 2] {
         (None, Some(m)) => Some((m, format!("max {}", rate(m)))),
         _ => None,
     };
-    let mark = mark.as_ref().map(|(x, l)| (*x, l.as_str()));
+    let x = svg::XAxis {
+        name: x_name,
+        tick: &short,
+        at: &short,
+        mark: mark.as_ref().map(|(x, l)| (*x, l.as_str())),
+        points: true,
+    };
     let pts = |f: &dyn Fn(&Step) -> f64| steps.iter().map(|(_, s)| (s.load, f(s))).collect();
     let mut tp = vec![Line {
         label: "throughput".into(),
@@ -262,14 +186,14 @@ pub fn charts(c: &Capacity) -> [String; 2] {
         })
         .collect();
     [
-        xy_chart(
+        svg::xy_chart(
             "Throughput against load (requests/s)",
-            x_name,
             &tp,
-            mark,
-            &|v| short(v),
+            false,
+            (&short, &rate),
+            &x,
         ),
-        xy_chart("Latency against load", x_name, &lat, mark, &ms_tick),
+        svg::xy_chart("Latency against load", &lat, false, (&ms_tick, &ms), &x),
     ]
 }
 

@@ -1,4 +1,5 @@
-//! Hand-written SVG charts for the HTML report: line charts over time and grouped bar charts.
+//! Hand-written SVG charts for the HTML report: line charts over time (or against any x, as
+//! load for capacity curves) and grouped bar charts.
 //! No charting dependency, no script: hover tooltips are SVG `<title>` elements, which every
 //! browser shows natively. All text passes through [`esc`].
 
@@ -6,12 +7,12 @@ use crate::fmt::esc;
 use std::fmt::Write as _;
 use volley_metrics::fmt::short;
 
-pub(crate) const W: f64 = 560.0;
-pub(crate) const H: f64 = 230.0;
-pub(crate) const LEFT: f64 = 58.0;
-pub(crate) const RIGHT: f64 = 14.0;
-pub(crate) const TOP: f64 = 12.0;
-pub(crate) const BOTTOM: f64 = 34.0;
+const W: f64 = 560.0;
+const H: f64 = 230.0;
+const LEFT: f64 = 58.0;
+const RIGHT: f64 = 14.0;
+const TOP: f64 = 12.0;
+const BOTTOM: f64 = 34.0;
 
 /// Colours for files (or for the lines of one file): distinct in print and for common
 /// colour-vision deficiencies (Okabe-Ito based).
@@ -53,7 +54,7 @@ pub fn nice_step(range: f64, n: f64) -> f64 {
 
 /// Ticks from 0 to at least `max`, and the axis top. `binary` picks steps that are round in
 /// KiB/MiB/GiB (for byte values).
-pub(crate) fn ticks(max: f64, n: f64, binary: bool) -> (Vec<f64>, f64) {
+fn ticks(max: f64, n: f64, binary: bool) -> (Vec<f64>, f64) {
     let max = if max > 0.0 && max.is_finite() {
         max
     } else {
@@ -77,7 +78,7 @@ fn secs_label(s: f64) -> String {
     }
 }
 
-pub(crate) fn frame(o: &mut String, title: &str) {
+fn frame(o: &mut String, title: &str) {
     let _ = write!(
         o,
         "<figure class=\"chart\"><figcaption>{}</figcaption><svg viewBox=\"0 0 {W} {H}\" role=\"img\" aria-label=\"{}\">",
@@ -86,7 +87,7 @@ pub(crate) fn frame(o: &mut String, title: &str) {
     );
 }
 
-pub(crate) fn y_axis(o: &mut String, yt: &[f64], ytop: f64, fmt: &dyn Fn(f64) -> String) {
+fn y_axis(o: &mut String, yt: &[f64], ytop: f64, fmt: &dyn Fn(f64) -> String) {
     let ph = H - TOP - BOTTOM;
     for v in yt {
         let y = TOP + ph - v / ytop * ph;
@@ -109,7 +110,7 @@ pub(crate) fn y_axis(o: &mut String, yt: &[f64], ytop: f64, fmt: &dyn Fn(f64) ->
     );
 }
 
-pub(crate) fn legend(o: &mut String, items: &[(&str, &str, Option<&str>)]) {
+fn legend(o: &mut String, items: &[(&str, &str, Option<&str>)]) {
     if items.len() < 2 {
         return;
     }
@@ -133,6 +134,39 @@ pub fn line_chart(
     binary: bool,
     tick: &dyn Fn(f64) -> String,
     val: &dyn Fn(f64) -> String,
+) -> String {
+    let x = XAxis {
+        name: "time",
+        tick: &secs_label,
+        at: &|x| format!("{:.0}s", x.floor()),
+        mark: None,
+        points: false,
+    };
+    xy_chart(title, lines, binary, (tick, val), &x)
+}
+
+/// The x axis of an [`xy_chart`].
+pub struct XAxis<'a> {
+    /// Shown at the axis' end (`time`, `offered rate (requests/s)`).
+    pub name: &'a str,
+    /// Axis labels.
+    pub tick: &'a dyn Fn(f64) -> String,
+    /// A point's x in its tooltip.
+    pub at: &'a dyn Fn(f64) -> String,
+    /// A dashed vertical line at this x, labelled (the knee of a capacity sweep).
+    pub mark: Option<(f64, &'a str)>,
+    /// Draw every point (otherwise they show on hover only).
+    pub points: bool,
+}
+
+/// A line chart of y against x: `tick` formats the value axis, `val` tooltip values;
+/// `binary` makes the value axis step in powers of 1024 (bytes).
+pub fn xy_chart(
+    title: &str,
+    lines: &[Line],
+    binary: bool,
+    (tick, val): (&dyn Fn(f64) -> String, &dyn Fn(f64) -> String),
+    x_axis: &XAxis,
 ) -> String {
     let mut o = String::new();
     frame(&mut o, title);
@@ -165,15 +199,32 @@ pub fn line_chart(
             "<text class=\"tick\" x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
             sx(*x),
             H - BOTTOM + 16.0,
-            esc(&secs_label(*x))
+            esc(&(x_axis.tick)(*x))
         );
     }
     let _ = write!(
         o,
-        "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">time</text>",
+        "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
         W - RIGHT,
-        H - 3.0
+        H - 3.0,
+        esc(x_axis.name)
     );
+    if let Some((x, label)) = x_axis.mark {
+        let _ = write!(
+            o,
+            "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{TOP}\" y2=\"{1}\" stroke=\"#cf222e\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/><text class=\"tick\" x=\"{2:.1}\" y=\"{3}\" fill=\"#cf222e\">{4}</text>",
+            sx(x),
+            H - BOTTOM,
+            sx(x) + 4.0,
+            TOP + 10.0,
+            esc(label)
+        );
+    }
+    let (class, r) = if x_axis.points {
+        ("", 3.0)
+    } else {
+        (" class=\"pt\"", 2.5)
+    };
     for l in lines {
         let pts: Vec<String> = l
             .points
@@ -191,12 +242,12 @@ pub fn line_chart(
             for (x, y) in &l.points {
                 let _ = write!(
                     o,
-                    "<circle class=\"pt\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{}\"><title>{} at {:.0}s: {}</title></circle>",
+                    "<circle{class} cx=\"{:.1}\" cy=\"{:.1}\" r=\"{r}\" fill=\"{}\"><title>{} at {}: {}</title></circle>",
                     sx(*x),
                     sy(*y),
                     l.color,
                     esc(&l.label),
-                    x.floor(),
+                    esc(&(x_axis.at)(*x)),
                     esc(&val(*y))
                 );
             }
