@@ -96,21 +96,23 @@ mod tests {
     #[test]
     fn a_thread_that_spins_is_found_busy() {
         let (mut w, _) = BusyWatch::new(1);
-        let Some(s) = BusyWatch::snap() else {
+        if BusyWatch::snap().is_none() {
             eprintln!("skipped: no /proc/self/task/*/schedstat here");
             return;
-        };
-        w.first = Some((Instant::now(), s));
-        let stop = Instant::now() + std::time::Duration::from_millis(300);
+        }
+        let stop = Instant::now() + std::time::Duration::from_millis(500);
         let spin = std::thread::spawn(move || {
             let mut x = 0u64;
             while Instant::now() < stop {
                 x = x.wrapping_add(1);
             }
             std::hint::black_box(x);
-            std::thread::sleep(std::time::Duration::from_millis(200));
         });
-        std::thread::sleep(std::time::Duration::from_millis(310));
+        // Both snapshots while the thread spins (it waits for a CPU on a busy machine, which
+        // counts as busy too).
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        w.first = Some((Instant::now(), BusyWatch::snap().unwrap()));
+        std::thread::sleep(std::time::Duration::from_millis(300));
         w.last = Some((Instant::now(), BusyWatch::snap().unwrap()));
         spin.join().unwrap();
         let share = w.share().unwrap();
