@@ -14,6 +14,7 @@
 //! - [`judge`]: a probe's verdict: within the SLO, broken, broken hard (stop now), or not
 //!   measurable because the load generator itself was the limit.
 //! - [`probe`]: the quick-mode [`Probe`]: a warm-up and a measured run per step.
+//! - [`scale`]: a plan's load scaled by a factor (scripts: arrival rates, VUs).
 //! - [`search`]: geometric growth, bisection, the confirming run.
 //! - [`sweep`]: `--sweep rate=A:B:STEP`, `connections=…`, `vus=…`.
 
@@ -21,6 +22,7 @@ pub mod busy;
 pub mod judge;
 pub mod knee;
 pub mod probe;
+pub mod scale;
 pub mod search;
 pub mod slo;
 pub mod sweep;
