@@ -410,6 +410,8 @@ pub struct RunArgs {
     /// k6's other `run` flags and their `K6_*` variables (docs/k6-cli.md)
     #[command(flatten)]
     pub k6: crate::k6_flags::K6Flags,
+    #[command(flatten)]
+    pub capacity: crate::capacity_cmd::ScriptCapacityArgs,
 }
 
 /// `--dashboard`: the live web page of a run (docs/dashboard.md).

@@ -31,9 +31,9 @@ pub struct CapacityArgs {
     /// Warm-up run at the same load before each step or probe, not measured (0s: none)
     #[arg(long, default_value = "1s", value_parser = volley_engine::parse_duration)]
     pub warmup: Duration,
-    /// Search: the first probe's rate (requests/s)
-    #[arg(long, default_value_t = 100.0, value_name = "R", value_parser = positive_rate)]
-    pub start_rate: f64,
+    /// Search: the first probe's rate (requests/s; default 100)
+    #[arg(long, value_name = "R", value_parser = positive_rate)]
+    pub start_rate: Option<f64>,
     /// Search: never probe above this rate
     #[arg(long, default_value_t = 1_000_000.0, value_name = "R", value_parser = positive_rate)]
     pub max_rate: f64,
@@ -111,7 +111,7 @@ pub fn run(
         }
         (None, Some(slo)) => {
             let sc = search::SearchConfig {
-                start: c.start_rate,
+                start: c.start_rate.unwrap_or(100.0),
                 factor: 2.0,
                 tolerance: c.tolerance,
                 max_rate: c.max_rate,
@@ -123,16 +123,32 @@ pub fn run(
         }
         (None, None) => return exit::usage("--find-max-rate needs --slo"),
     };
+    finish(done, after, (a.json, a.quiet))
+}
+
+/// Print the table (or `--json`) and the finding, then the after-run chain on the reference
+/// run with the steps attached; the exit code.
+fn finish(
+    done: Result<
+        (
+            volley_metrics::capacity::Capacity,
+            Option<volley_metrics::RunResult>,
+        ),
+        String,
+    >,
+    after: volley_run::after::AfterRun,
+    (json, quiet): (bool, bool),
+) -> i32 {
     let (capacity, reference) = match done {
         Ok(d) => d,
         Err(e) => return exit::fail(&e),
     };
-    if a.json {
+    if json {
         outln!(
             "{}",
             serde_json::to_string_pretty(&capacity).unwrap_or_default()
         );
-    } else if !a.quiet {
+    } else if !quiet {
         exit::print(&cap::table(&capacity));
         outln!("{}", capacity.message);
     }
@@ -155,4 +171,88 @@ pub fn run(
         return exit::outcome(&settled);
     }
     settled.exit_code()
+}
+
+/// `volley run script.js --find-max-rate --slo …` / `--sweep vus=…`: the script's scenarios
+/// scaled by one factor (`volley_run::capacity::scale`); each probe runs the script as written
+/// otherwise (its own durations).
+#[derive(Args, Debug, Default)]
+pub struct ScriptCapacityArgs {
+    /// Capacity sweep over the script's VU executors, e.g. vus=10,20,50 (docs/capacity.md)
+    #[arg(long, value_name = "vus=LEVELS", conflicts_with = "find_max_rate")]
+    pub sweep: Option<String>,
+    /// Breaking-point search over the script's arrival-rate scenarios (their rates scaled by
+    /// one factor) that meets --slo (docs/capacity.md)
+    #[arg(long, requires = "slo")]
+    pub find_max_rate: bool,
+    /// The service level a step must meet, e.g. 'p99<50ms,error_rate<0.1%'
+    #[arg(long, value_name = "SLO")]
+    pub slo: Option<String>,
+    /// Search: the first probe's total arrival rate (iterations/s; default: the script's)
+    #[arg(long, value_name = "R", value_parser = positive_rate)]
+    pub start_rate: Option<f64>,
+    /// Search: never probe above this rate
+    #[arg(long, default_value_t = 1_000_000.0, value_name = "R", value_parser = positive_rate)]
+    pub max_rate: f64,
+    /// Search: stop bisecting when the bracket is this narrow, e.g. 5%
+    #[arg(long, default_value = "5%", value_parser = tolerance)]
+    pub tolerance: f64,
+}
+
+impl ScriptCapacityArgs {
+    pub fn active(&self) -> bool {
+        self.sweep.is_some() || self.find_max_rate
+    }
+}
+
+/// Run a script's sweep or search; `prepare` makes a fresh run of the script each step.
+pub fn run_script<F: volley_engine::vus::VuFactory>(
+    c: &ScriptCapacityArgs,
+    prepare: cap::probe::Prepare<'_, F>,
+    ctl: &RunControl,
+    after: volley_run::after::AfterRun,
+    quiet: bool,
+) -> i32 {
+    use cap::scale::Knob;
+    let slo = match c.slo.as_deref().map(Slo::parse).transpose() {
+        Ok(s) => s,
+        Err(e) => return exit::usage(&e),
+    };
+    let sweep = match c
+        .sweep
+        .as_deref()
+        .map(|s| Sweep::parse(s, &["vus"]))
+        .transpose()
+    {
+        Ok(s) => s,
+        Err(e) => return exit::usage(&e),
+    };
+    let knob = if sweep.is_some() {
+        Knob::Vus
+    } else {
+        Knob::Rate
+    };
+    let mut probe = cap::probe::PlanProbe::new(prepare, knob, ctl, quiet);
+    let done = match (&sweep, &slo) {
+        (Some(sw), _) => {
+            cap::sweep::run(sw, slo.as_ref(), &mut probe).map(|s| (s.capacity, s.reference))
+        }
+        (None, Some(slo)) => {
+            let start = match c.start_rate {
+                Some(r) => Ok(r),
+                None => probe.base_load(),
+            };
+            start.and_then(|start| {
+                let sc = search::SearchConfig {
+                    start,
+                    factor: 2.0,
+                    tolerance: c.tolerance,
+                    max_rate: c.max_rate,
+                };
+                search::find_max_rate(&sc, slo, &mut probe).map(|s| (s.capacity, s.reference))
+            })
+        }
+        (None, None) => return exit::usage("--find-max-rate needs --slo"),
+    };
+    finish(done, after, (false, quiet))
 }

@@ -59,5 +59,6 @@ fn intro_script(s: &IntroScript) -> i32 {
         log: Default::default(),
         k6: Default::default(),
         dashboard: Default::default(),
+        capacity: Default::default(),
     })
 }

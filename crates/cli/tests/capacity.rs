@@ -253,3 +253,91 @@ fn bad_capacity_flags_are_usage_errors_with_a_hint() {
         stderr(&o)
     );
 }
+
+/// A k6 script whose one scenario is `executor` (its options as JS).
+fn script(dir: &std::path::Path, scenario: &str) -> std::path::PathBuf {
+    let p = dir.join("s.js");
+    std::fs::write(
+        &p,
+        format!(
+            "import http from 'k6/http';\n\
+             export const options = {{ scenarios: {{ api: {scenario} }} }};\n\
+             export default function () {{ http.get(__ENV.BASE_URL + '/'); }}\n"
+        ),
+    )
+    .unwrap();
+    p
+}
+
+#[test]
+fn a_scripts_arrival_rate_is_scaled_to_find_its_max_rate() {
+    let _x = exclusive();
+    let t = limited(Some(4), 10, None);
+    let dir = scratch("cap-script");
+    let js = script(
+        &dir,
+        "{ executor: 'constant-arrival-rate', rate: 100, timeUnit: '1s', duration: '3s', \
+         preAllocatedVUs: 20, maxVUs: 200 }",
+    );
+    let save = dir.join("r.json");
+    let o = run(&[
+        "run",
+        js.to_str().unwrap(),
+        "-e",
+        &format!("BASE_URL={}", t.url()),
+        "--find-max-rate",
+        // Script latency is not corrected for late starts; a 100 ms limit keeps one stall of
+        // a busy machine from breaking a probe far below the capacity.
+        "--slo",
+        "p99<100ms",
+        "--tolerance",
+        "10%",
+        "--max-rate",
+        "1600",
+        "--save",
+        save.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&save).unwrap()).unwrap();
+    let c = &file["capacity"];
+    assert_eq!(c["finding"], "capacity", "{c}");
+    // The script's own rate is the first probe.
+    assert_eq!(c["steps"][0]["load"], 100.0);
+    let max = c["max_rate"].as_f64().unwrap();
+    assert!(
+        (200.0..=420.0).contains(&max),
+        "max rate {max}/s\n{}",
+        stdout(&o)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_scripts_vus_are_swept() {
+    let _x = exclusive();
+    let t = limited(Some(4), 10, None);
+    let dir = scratch("cap-vus");
+    let js = script(&dir, "{ executor: 'constant-vus', vus: 1, duration: '2s' }");
+    let save = dir.join("v.json");
+    let o = run(&[
+        "run",
+        js.to_str().unwrap(),
+        "-e",
+        &format!("BASE_URL={}", t.url()),
+        "--sweep",
+        "vus=2,4,16",
+        "--save",
+        save.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&save).unwrap()).unwrap();
+    let steps = file["capacity"]["steps"].as_array().unwrap().clone();
+    let loads: Vec<f64> = steps.iter().map(|s| s["load"].as_f64().unwrap()).collect();
+    assert_eq!(loads, [2.0, 4.0, 16.0]);
+    let x = |i: usize| steps[i]["throughput"].as_f64().unwrap();
+    // Closed model: 4 VUs already keep the 4 workers busy; 16 cannot go past 400/s.
+    assert!(x(1) > 1.5 * x(0), "{}", stdout(&o));
+    assert!(x(2) < 440.0 && x(2) < 1.6 * x(1), "{}", stdout(&o));
+    assert!(file["capacity"]["variable"] == "vus");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -47,6 +47,12 @@ pub fn judge(slo: &Slo, s: &Step, offered: f64, threads: usize) -> Verdict {
         ));
     }
     let mut why = slo.check(s).err().into_iter().collect::<Vec<_>>();
+    if s.dropped * 100 > s.requests.max(1) {
+        why.push(format!(
+            "{} starts dropped (the load was not sustained)",
+            s.dropped
+        ));
+    }
     if offered > 0.0 && s.throughput < SUSTAINED * offered {
         why.push(format!(
             "throughput {} below {:.0}% of the offered {}",

@@ -28,7 +28,7 @@ pub mod slo;
 pub mod sweep;
 
 use volley_metrics::capacity::{Capacity, Step};
-use volley_metrics::{names, RunResult, TagSet, TotalValue};
+use volley_metrics::{names, RunResult, TotalValue};
 
 /// Runs one step: the load at `load` (requests/s, connections or VUs) for a warm-up and a
 /// measured window, returning the measured run's result (with the process CPU it used).
@@ -48,6 +48,10 @@ pub struct Probed {
     pub generator_busy: Option<f64>,
     /// Worker threads the generator ran (for judging its CPU).
     pub threads: usize,
+    /// The load is requests per second, comparable with the measured throughput (quick
+    /// mode's rate); otherwise (iterations/s, VUs, connections) only dropped starts tell an
+    /// unsustained load.
+    pub comparable: bool,
 }
 
 /// A step's figures from its measured run.
@@ -102,7 +106,8 @@ pub fn step_of(p: &Probed, load: f64, role: &str) -> Step {
         max_ms: latency.as_ref().map_or(0.0, |(t, _)| t.max),
         service_p99_ms: pct(&service, 99.0),
         missed_starts: r.counter_sum("missed_starts") as u64,
-        dropped: r.counter_sum("dropped_requests") as u64,
+        dropped: (r.counter_sum("dropped_requests") + r.counter_sum(names::DROPPED_ITERATIONS))
+            as u64,
         refused,
         generator_busy: p.generator_busy,
         target_cpu_percent: first.and_then(|t| t.cpu_mean_percent),
@@ -114,16 +119,21 @@ pub fn step_of(p: &Probed, load: f64, role: &str) -> Step {
     }
 }
 
-/// A whole-run trend (untagged series) and its encoded histogram.
+/// A trend over all its tag sets (quick mode records it untagged, scripts per status, URL
+/// name …) and its encoded histogram.
 fn trend(r: &RunResult, name: &str) -> Option<(volley_metrics::agg::TrendAgg, String)> {
-    let m = r.metric(name, &TagSet::new())?;
-    let TotalValue::Trend { hist, .. } = &m.value else {
-        return None;
-    };
-    match m.to_agg().ok()? {
-        volley_metrics::Agg::Trend(t) if t.count > 0 => Some((*t, hist.clone())),
-        _ => None,
+    let mut all: Option<volley_metrics::agg::TrendAgg> = None;
+    for m in r.metrics_named(name) {
+        if let Ok(volley_metrics::Agg::Trend(t)) = m.to_agg() {
+            match &mut all {
+                Some(a) => a.merge(&t),
+                None => all = Some(*t),
+            }
+        }
     }
+    let t = all.filter(|t| t.count > 0)?;
+    let hist = t.hist.encode();
+    Some((t, hist))
 }
 
 /// `50ms`, `1.5s`, `800us`, `250µs` → milliseconds.

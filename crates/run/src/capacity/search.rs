@@ -52,7 +52,8 @@ impl State<'_> {
         }
         let run = p.run(rate, role)?;
         let mut s = step_of(&run, rate, role);
-        let v = judge(self.slo, &s, rate, run.threads);
+        let offered = if run.comparable { rate } else { 0.0 };
+        let v = judge(self.slo, &s, offered, run.threads);
         s.slo_ok = Some(v == Verdict::Pass);
         s.why = match &v {
             Verdict::Pass => String::new(),
@@ -271,6 +272,7 @@ mod tests {
                 result,
                 generator_busy: None,
                 threads: 2,
+                comparable: true,
             })
         }
         fn stopped(&self) -> bool {

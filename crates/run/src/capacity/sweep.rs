@@ -92,7 +92,7 @@ pub fn run(sweep: &Sweep, slo: Option<&Slo>, probe: &mut dyn Probe) -> Result<Sw
         }
         let run = probe.run(load, "sweep")?;
         let mut s = step_of(&run, load, "sweep");
-        let offered = if open { load } else { 0.0 };
+        let offered = if open && run.comparable { load } else { 0.0 };
         let v = judge(slo.unwrap_or(&any), &s, offered, run.threads);
         if slo.is_some() {
             s.slo_ok = Some(v == Verdict::Pass);
