@@ -171,6 +171,11 @@ pub fn run(mut a: RunArgs) -> i32 {
     signals::install(ctl.clone());
     let show_progress = cli.show_progress;
     if a.capacity.active() {
+        if !a.out.is_empty() || a.dashboard.dashboard.is_some() {
+            return exit::usage(
+                "--out and --dashboard follow one run; not with --find-max-rate or --sweep",
+            );
+        }
         // A capacity test: the script prepared afresh for each step, scaled to its load.
         let prepare = || {
             volley_js::prepare(
