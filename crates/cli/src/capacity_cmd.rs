@@ -1,37 +1,29 @@
-//! `volley http URL --sweep …` and `--find-max-rate --slo …`: the flags, and the probe that
-//! runs one step of quick mode on the one run pipeline. What to run and how to judge it is
-//! `volley_run::capacity`; method: docs/capacity.md.
+//! Capacity flags and their runs: `volley http URL --sweep …` / `--find-max-rate --slo …`
+//! (quick mode) and `volley run script.js --find-max-rate …` / `--sweep vus=…` (a script's
+//! scenarios scaled). What to run and how to judge it is `volley_run::capacity`; method:
+//! docs/capacity.md.
 
 use crate::args::HttpArgs;
 use crate::exit;
 use clap::Args;
 use std::time::Duration;
 use volley_engine::{MonitorPlan, QuickConfig, RunControl};
-use volley_run::capacity::{self as cap, probe::QuickProbe, search, slo::Slo, sweep::Sweep};
+use volley_metrics::capacity::Capacity;
+use volley_metrics::RunResult;
+use volley_run::capacity::{self as cap, probe, search, slo::Slo, sweep::Sweep, Probe};
 use volley_run::Outcome;
 
+/// The search's flags, shared by `volley http` and `volley run`.
 #[derive(Args, Debug, Default)]
-pub struct CapacityArgs {
-    /// Capacity sweep: one run per level, e.g. rate=1000:20000:1000 (open model, -q per step)
-    /// or connections=10,25,50; prints a table and the knee (docs/capacity.md)
-    #[arg(long, value_name = "VAR=LEVELS", conflicts_with_all = ["vs", "out", "thresholds", "rate_stages", "find_max_rate"])]
-    pub sweep: Option<String>,
-    /// Breaking-point search: the highest open-model rate that meets --slo (docs/capacity.md)
-    #[arg(long, requires = "slo", conflicts_with_all = ["vs", "out", "thresholds", "rate_stages", "rate"])]
+pub struct SearchArgs {
+    /// Breaking-point search: the highest rate that meets --slo (volley http: the open
+    /// model's -q; volley run: the arrival-rate scenarios scaled; docs/capacity.md)
+    #[arg(long, requires = "slo")]
     pub find_max_rate: bool,
     /// The service level a step must meet, e.g. 'p99<50ms,error_rate<0.1%'
     #[arg(long, value_name = "SLO")]
     pub slo: Option<String>,
-    /// Measured window of each sweep step
-    #[arg(long, default_value = "5s", value_parser = volley_engine::parse_duration)]
-    pub step_duration: Duration,
-    /// Measured window of each search probe
-    #[arg(long, default_value = "5s", value_parser = volley_engine::parse_duration)]
-    pub probe_duration: Duration,
-    /// Warm-up run at the same load before each step or probe, not measured (0s: none)
-    #[arg(long, default_value = "1s", value_parser = volley_engine::parse_duration)]
-    pub warmup: Duration,
-    /// Search: the first probe's rate (requests/s; default 100)
+    /// Search: the first probe's rate (default: 100/s; a script's own rate)
     #[arg(long, value_name = "R", value_parser = positive_rate)]
     pub start_rate: Option<f64>,
     /// Search: never probe above this rate
@@ -42,9 +34,45 @@ pub struct CapacityArgs {
     pub tolerance: f64,
 }
 
+/// `volley http`'s capacity flags.
+#[derive(Args, Debug, Default)]
+pub struct CapacityArgs {
+    /// Capacity sweep: one run per level, e.g. rate=1000:20000:1000 (open model, -q per step)
+    /// or connections=10,25,50; prints a table and the knee (docs/capacity.md)
+    #[arg(long, value_name = "VAR=LEVELS", conflicts_with = "find_max_rate")]
+    pub sweep: Option<String>,
+    #[command(flatten)]
+    pub search: SearchArgs,
+    /// Measured window of each sweep step
+    #[arg(long, default_value = "5s", value_parser = volley_engine::parse_duration)]
+    pub step_duration: Duration,
+    /// Measured window of each search probe
+    #[arg(long, default_value = "5s", value_parser = volley_engine::parse_duration)]
+    pub probe_duration: Duration,
+    /// Warm-up run at the same load before each step or probe, not measured (0s: none)
+    #[arg(long, default_value = "1s", value_parser = volley_engine::parse_duration)]
+    pub warmup: Duration,
+}
+
 impl CapacityArgs {
     pub fn active(&self) -> bool {
-        self.sweep.is_some() || self.find_max_rate
+        self.sweep.is_some() || self.search.find_max_rate
+    }
+}
+
+/// `volley run`'s capacity flags: the script's own durations apply.
+#[derive(Args, Debug, Default)]
+pub struct ScriptCapacityArgs {
+    /// Capacity sweep over the script's VU executors, e.g. vus=10,20,50 (docs/capacity.md)
+    #[arg(long, value_name = "vus=LEVELS", conflicts_with = "find_max_rate")]
+    pub sweep: Option<String>,
+    #[command(flatten)]
+    pub search: SearchArgs,
+}
+
+impl ScriptCapacityArgs {
+    pub fn active(&self) -> bool {
+        self.sweep.is_some() || self.search.find_max_rate
     }
 }
 
@@ -68,8 +96,50 @@ fn tolerance(s: &str) -> Result<f64, String> {
     .ok_or_else(|| format!("'{s}' is not a tolerance: give a share such as 5% or 0.05"))
 }
 
-/// Run the sweep or the search, print the table and the finding, then the after-run chain
-/// (--save, --report, --history) on the reference run with the steps attached.
+/// What to run, from the flags: a sweep (of one of `variables`) or a search.
+enum Plan {
+    Sweep(Sweep, Option<Slo>),
+    Search(Slo),
+}
+
+fn plan(sweep: Option<&str>, s: &SearchArgs, variables: &[&str]) -> Result<Plan, String> {
+    let slo = s.slo.as_deref().map(Slo::parse).transpose()?;
+    match (sweep, slo) {
+        (Some(sw), slo) => Ok(Plan::Sweep(Sweep::parse(sw, variables)?, slo)),
+        (None, Some(slo)) => Ok(Plan::Search(slo)),
+        (None, None) => Err("--find-max-rate needs --slo".into()),
+    }
+}
+
+/// Run the plan with `probe`; `start`: the search's first rate when --start-rate is not
+/// given.
+fn drive(
+    plan: &Plan,
+    s: &SearchArgs,
+    probe: &mut dyn Probe,
+    start: impl FnOnce(&mut dyn Probe) -> Result<f64, String>,
+) -> Result<(Capacity, Option<RunResult>), String> {
+    match plan {
+        Plan::Sweep(sw, slo) => {
+            cap::sweep::run(sw, slo.as_ref(), probe).map(|s| (s.capacity, s.reference))
+        }
+        Plan::Search(slo) => {
+            let start = match s.start_rate {
+                Some(r) => r,
+                None => start(probe)?,
+            };
+            let sc = search::SearchConfig {
+                start,
+                factor: 2.0,
+                tolerance: s.tolerance,
+                max_rate: s.max_rate,
+            };
+            search::find_max_rate(&sc, slo, probe).map(|s| (s.capacity, s.reference))
+        }
+    }
+}
+
+/// `volley http`: the sweep or the search in quick mode.
 pub fn run(
     a: &HttpArgs,
     cfg: QuickConfig,
@@ -78,64 +148,65 @@ pub fn run(
     after: volley_run::after::AfterRun,
 ) -> i32 {
     let c = &a.capacity;
-    let slo = match c.slo.as_deref().map(Slo::parse).transpose() {
-        Ok(s) => s,
-        Err(e) => return exit::usage(&e),
-    };
-    let sweep = match c
-        .sweep
-        .as_deref()
-        .map(|s| Sweep::parse(s, &["rate", "connections"]))
-        .transpose()
-    {
-        Ok(s) => s,
-        Err(e) => return exit::usage(&e),
-    };
-    if a.dashboard.dashboard.is_some() {
-        return exit::usage("--dashboard watches one run; not with --sweep or --find-max-rate");
+    let one_run = [
+        ("--vs", a.vs.is_some()),
+        ("--out", !a.out.is_empty()),
+        ("--threshold", !a.thresholds.is_empty()),
+        ("--rate-stages", a.rate_stages.is_some()),
+        ("--dashboard", a.dashboard.dashboard.is_some()),
+        (
+            "-q/--rate",
+            a.rate.is_some() && c.sweep.as_deref().is_none_or(|s| s.starts_with("rate")),
+        ),
+    ];
+    if let Some((flag, _)) = one_run.iter().find(|(_, given)| *given) {
+        return exit::usage(&format!(
+            "{flag} is for one run; not with --sweep or --find-max-rate (see docs/capacity.md)"
+        ));
     }
+    let plan = match plan(c.sweep.as_deref(), &c.search, &["rate", "connections"]) {
+        Ok(p) => p,
+        Err(e) => return exit::usage(&e),
+    };
+    let (variable, measure) = match &plan {
+        Plan::Sweep(sw, _) => (sw.variable.clone(), c.step_duration),
+        Plan::Search(_) => ("rate".to_string(), c.probe_duration),
+    };
     let quiet = a.quiet || a.json;
-    let measure = if sweep.is_some() {
-        c.step_duration
-    } else {
-        c.probe_duration
-    };
-    let variable = sweep.as_ref().map_or("rate", |s| s.variable.as_str());
-    let mut probe = QuickProbe::new(cfg, variable, monitor, ctl, (c.warmup, measure), quiet);
-    let done = match (&sweep, &slo) {
-        (Some(sw), _) => {
-            if !quiet {
-                eprintln!("sweep of {} over {} levels:", sw.variable, sw.loads.len());
-            }
-            cap::sweep::run(sw, slo.as_ref(), &mut probe).map(|s| (s.capacity, s.reference))
-        }
-        (None, Some(slo)) => {
-            let sc = search::SearchConfig {
-                start: c.start_rate.unwrap_or(100.0),
-                factor: 2.0,
-                tolerance: c.tolerance,
-                max_rate: c.max_rate,
-            };
-            if !quiet {
-                eprintln!("searching the highest rate that meets {}:", slo.source);
-            }
-            search::find_max_rate(&sc, slo, &mut probe).map(|s| (s.capacity, s.reference))
-        }
-        (None, None) => return exit::usage("--find-max-rate needs --slo"),
-    };
+    let windows = (c.warmup, measure);
+    let mut probe = probe::QuickProbe::new(cfg, &variable, monitor, ctl, windows, quiet);
+    let done = drive(&plan, &c.search, &mut probe, |_| Ok(100.0));
     finish(done, after, (a.json, a.quiet))
+}
+
+/// `volley run`: the sweep or the search over the script's scenarios; `prepare` makes a
+/// fresh run of the script for each step.
+pub fn run_script<F: volley_engine::vus::VuFactory>(
+    c: &ScriptCapacityArgs,
+    prepare: probe::Prepare<'_, F>,
+    ctl: &RunControl,
+    after: volley_run::after::AfterRun,
+    quiet: bool,
+) -> i32 {
+    use cap::scale::Knob;
+    let plan = match plan(c.sweep.as_deref(), &c.search, &["vus"]) {
+        Ok(p) => p,
+        Err(e) => return exit::usage(&e),
+    };
+    let knob = match plan {
+        Plan::Sweep(..) => Knob::Vus,
+        Plan::Search(_) => Knob::Rate,
+    };
+    let mut probe = probe::PlanProbe::new(prepare, knob, ctl, quiet);
+    let base = probe.base_load();
+    let done = drive(&plan, &c.search, &mut probe, |_| base);
+    finish(done, after, (false, quiet))
 }
 
 /// Print the table (or `--json`) and the finding, then the after-run chain on the reference
 /// run with the steps attached; the exit code.
 fn finish(
-    done: Result<
-        (
-            volley_metrics::capacity::Capacity,
-            Option<volley_metrics::RunResult>,
-        ),
-        String,
-    >,
+    done: Result<(Capacity, Option<RunResult>), String>,
     after: volley_run::after::AfterRun,
     (json, quiet): (bool, bool),
 ) -> i32 {
@@ -171,88 +242,4 @@ fn finish(
         return exit::outcome(&settled);
     }
     settled.exit_code()
-}
-
-/// `volley run script.js --find-max-rate --slo …` / `--sweep vus=…`: the script's scenarios
-/// scaled by one factor (`volley_run::capacity::scale`); each probe runs the script as written
-/// otherwise (its own durations).
-#[derive(Args, Debug, Default)]
-pub struct ScriptCapacityArgs {
-    /// Capacity sweep over the script's VU executors, e.g. vus=10,20,50 (docs/capacity.md)
-    #[arg(long, value_name = "vus=LEVELS", conflicts_with = "find_max_rate")]
-    pub sweep: Option<String>,
-    /// Breaking-point search over the script's arrival-rate scenarios (their rates scaled by
-    /// one factor) that meets --slo (docs/capacity.md)
-    #[arg(long, requires = "slo")]
-    pub find_max_rate: bool,
-    /// The service level a step must meet, e.g. 'p99<50ms,error_rate<0.1%'
-    #[arg(long, value_name = "SLO")]
-    pub slo: Option<String>,
-    /// Search: the first probe's total arrival rate (iterations/s; default: the script's)
-    #[arg(long, value_name = "R", value_parser = positive_rate)]
-    pub start_rate: Option<f64>,
-    /// Search: never probe above this rate
-    #[arg(long, default_value_t = 1_000_000.0, value_name = "R", value_parser = positive_rate)]
-    pub max_rate: f64,
-    /// Search: stop bisecting when the bracket is this narrow, e.g. 5%
-    #[arg(long, default_value = "5%", value_parser = tolerance)]
-    pub tolerance: f64,
-}
-
-impl ScriptCapacityArgs {
-    pub fn active(&self) -> bool {
-        self.sweep.is_some() || self.find_max_rate
-    }
-}
-
-/// Run a script's sweep or search; `prepare` makes a fresh run of the script each step.
-pub fn run_script<F: volley_engine::vus::VuFactory>(
-    c: &ScriptCapacityArgs,
-    prepare: cap::probe::Prepare<'_, F>,
-    ctl: &RunControl,
-    after: volley_run::after::AfterRun,
-    quiet: bool,
-) -> i32 {
-    use cap::scale::Knob;
-    let slo = match c.slo.as_deref().map(Slo::parse).transpose() {
-        Ok(s) => s,
-        Err(e) => return exit::usage(&e),
-    };
-    let sweep = match c
-        .sweep
-        .as_deref()
-        .map(|s| Sweep::parse(s, &["vus"]))
-        .transpose()
-    {
-        Ok(s) => s,
-        Err(e) => return exit::usage(&e),
-    };
-    let knob = if sweep.is_some() {
-        Knob::Vus
-    } else {
-        Knob::Rate
-    };
-    let mut probe = cap::probe::PlanProbe::new(prepare, knob, ctl, quiet);
-    let done = match (&sweep, &slo) {
-        (Some(sw), _) => {
-            cap::sweep::run(sw, slo.as_ref(), &mut probe).map(|s| (s.capacity, s.reference))
-        }
-        (None, Some(slo)) => {
-            let start = match c.start_rate {
-                Some(r) => Ok(r),
-                None => probe.base_load(),
-            };
-            start.and_then(|start| {
-                let sc = search::SearchConfig {
-                    start,
-                    factor: 2.0,
-                    tolerance: c.tolerance,
-                    max_rate: c.max_rate,
-                };
-                search::find_max_rate(&sc, slo, &mut probe).map(|s| (s.capacity, s.reference))
-            })
-        }
-        (None, None) => return exit::usage("--find-max-rate needs --slo"),
-    };
-    finish(done, after, (false, quiet))
 }

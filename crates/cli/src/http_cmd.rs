@@ -75,14 +75,14 @@ pub fn run(a: HttpArgs) -> i32 {
     let ctl = RunControl::new();
     signals::install(ctl.clone());
     let live = !a.quiet && std::io::stderr().is_terminal();
+    if a.capacity.active() {
+        return crate::capacity_cmd::run(&a, cfg, &monitor, &ctl, after);
+    }
     if let Some(b) = &a.vs {
         if let Err(e) = Target::parse(b) {
             return exit::usage(&format!("--vs: {e}"));
         }
         return ab(&a, cfg, b, &ctl, live);
-    }
-    if a.capacity.active() {
-        return crate::capacity_cmd::run(&a, cfg, &monitor, &ctl, after);
     }
     let observers = match crate::dashboard_cmd::start(&a.dashboard) {
         Ok(o) => o,
