@@ -46,7 +46,8 @@ pub struct Capacity {
 pub struct Step {
     /// The offered load: requests/s, connections or VUs.
     pub load: f64,
-    /// `sweep`, `grow`, `bisect` or `confirm`.
+    /// `sweep`, `grow`, `shrink`, `bisect`, `retry` (a repeat of a probe that broke the SLO
+    /// while keeping up with its load) or `confirm`.
     pub role: String,
     /// Length of the measured window (after the warm-up), seconds.
     pub duration_s: f64,

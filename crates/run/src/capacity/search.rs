@@ -1,7 +1,9 @@
 //! The breaking-point search (`--find-max-rate --slo ...`): open-model probes growing
 //! geometrically from `start` until one breaks the SLO, then bisection between the highest
 //! passing and the lowest failing rate until they are within `tolerance` of each other, then
-//! a repeat run at the answer. A hard failure or a generator-bound probe ends it at once.
+//! a repeat run at the answer. A probe that kept up with the offered rate but broke a
+//! latency or error clause is repeated once before it counts (noise or a real break?). A
+//! hard failure or a generator-bound probe ends it at once.
 
 use super::judge::{judge, Verdict};
 use super::slo::Slo;
@@ -47,6 +49,21 @@ enum Probed {
 
 impl State<'_> {
     fn probe(&mut self, p: &mut dyn Probe, rate: f64, role: &str) -> Result<Probed, String> {
+        let first = self.probe_once(p, rate, role)?;
+        // A probe that kept up with the offered load and broke only the latency or error
+        // clauses is run once more: on a busy machine one stalled second breaks a p99 far
+        // below the capacity, and only a repeat tells noise from a real break.
+        let kept_up = self
+            .steps
+            .last()
+            .is_some_and(|s| s.throughput >= super::judge::SUSTAINED * rate && s.dropped == 0);
+        match first {
+            Probed::Verdict(Verdict::Fail(_)) if kept_up => self.probe_once(p, rate, "retry"),
+            other => Ok(other),
+        }
+    }
+
+    fn probe_once(&mut self, p: &mut dyn Probe, rate: f64, role: &str) -> Result<Probed, String> {
         if p.stopped() || self.steps.len() >= MAX_PROBES {
             return Ok(Probed::Stopped);
         }
