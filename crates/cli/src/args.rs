@@ -198,6 +198,8 @@ pub struct HttpArgs {
     pub dashboard: DashboardArgs,
     #[command(flatten)]
     pub faults: crate::fault_flags::FaultFlags,
+    #[command(flatten)]
+    pub capacity: crate::capacity_cmd::CapacityArgs,
 }
 
 #[derive(Args, Debug)]
@@ -211,6 +213,13 @@ pub struct TargetArgs {
     /// Add this many milliseconds of latency to every response (for A/B tests)
     #[arg(long, value_name = "MS")]
     pub delay: Option<u64>,
+    /// Serve at most N requests at once (each for --delay); the rest queue, so the capacity
+    /// is N × 1000 / MS requests/s (docs/capacity.md)
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
+    pub workers: Option<usize>,
+    /// Answer 500 while more than RPS requests per second arrive (tests of a breaking target)
+    #[arg(long, value_name = "RPS", value_parser = crate::capacity_cmd::positive_rate)]
+    pub fail_above: Option<f64>,
     /// Serve HTTPS with this PEM certificate chain (with --tls-key)
     #[arg(long, value_name = "FILE")]
     pub tls_cert: Option<PathBuf>,
@@ -417,6 +426,8 @@ pub struct RunArgs {
     pub k6: crate::k6_flags::K6Flags,
     #[command(flatten)]
     pub faults: crate::fault_flags::FaultFlags,
+    #[command(flatten)]
+    pub capacity: crate::capacity_cmd::ScriptCapacityArgs,
 }
 
 /// `--dashboard`: the live web page of a run (docs/dashboard.md).

@@ -60,5 +60,6 @@ fn intro_script(s: &IntroScript) -> i32 {
         k6: Default::default(),
         dashboard: Default::default(),
         faults: Default::default(),
+        capacity: Default::default(),
     })
 }

@@ -80,6 +80,9 @@ pub fn run(mut a: HttpArgs) -> i32 {
     let ctl = RunControl::new();
     signals::install(ctl.clone());
     let live = !a.quiet && std::io::stderr().is_terminal();
+    if a.capacity.active() {
+        return crate::capacity_cmd::run(&a, cfg, &monitor, &ctl, after);
+    }
     if let Some(b) = &a.vs {
         if !a.faults.faults.is_empty() {
             return exit::usage(

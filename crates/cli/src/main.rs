@@ -11,6 +11,7 @@ macro_rules! outln {
 mod archive_cmd;
 mod args;
 mod bench_cmd;
+mod capacity_cmd;
 mod dashboard_cmd;
 mod demo;
 mod demo_service_cmd;
@@ -100,7 +101,11 @@ fn target_cmd(a: args::TargetArgs) -> i32 {
         delay_all: a.delay.map(std::time::Duration::from_millis),
     };
     let scheme = if cfg.tls.is_some() { "https" } else { "http" };
-    match volley_testserver::run_blocking(cfg, |addr| {
+    let limits = volley_testserver::Limits {
+        workers: a.workers,
+        fail_above: a.fail_above,
+    };
+    match volley_testserver::run_blocking_limited(cfg, limits, |addr| {
         outln!("volley target listening on {scheme}://{addr}");
     }) {
         Ok(()) => exit::OK,

@@ -108,15 +108,23 @@ pub fn compare(a: CompareArgs) -> i32 {
     if c.rows.is_empty() {
         eprintln!("volley: note: the two files have no metric in common");
     }
+    let capacity = volley_report::capacity::compare(&base, &new);
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&c.to_json()).unwrap_or_default()
-        );
+        let mut j = c.to_json();
+        if let (Some(cap), Some(o)) = (&capacity, j.as_object_mut()) {
+            o.insert(
+                "capacity".into(),
+                serde_json::to_value(cap).unwrap_or_default(),
+            );
+        }
+        println!("{}", serde_json::to_string_pretty(&j).unwrap_or_default());
     } else if a.markdown {
         print!("{}", c.render_markdown());
     } else {
         print!("{}", c.render_text(exit::stdout_is_tty()));
+    }
+    if let Some(cap) = capacity.filter(|_| !a.json) {
+        println!("\ncapacity: {}", cap.render_text());
     }
     if c.failed {
         REGRESSION

@@ -175,6 +175,33 @@ pub fn run(mut a: RunArgs) -> i32 {
     let ctl = RunControl::new();
     signals::install(ctl.clone());
     let show_progress = cli.show_progress;
+    if a.capacity.active() {
+        if !a.out.is_empty() || a.dashboard.dashboard.is_some() {
+            return exit::usage(
+                "--out and --dashboard follow one run; not with --find-max-rate or --sweep",
+            );
+        }
+        // A capacity test: the script prepared afresh for each step, scaled to its load.
+        let prepare = || {
+            volley_js::prepare(
+                &a.script,
+                env.clone(),
+                &cli,
+                a.threads,
+                std::env::args().collect(),
+                &ctl,
+            )
+            .map(|p| p.spec)
+            .map_err(|e| e.to_string())
+        };
+        return crate::capacity_cmd::run_script(
+            &a.capacity,
+            Box::new(prepare),
+            &ctl,
+            after,
+            a.quiet,
+        );
+    }
     let prepared = volley_js::prepare(
         &a.script,
         env,

@@ -80,12 +80,19 @@ fn demo_tours_the_built_in_target_and_every_example() {
         out.contains("    http_req_duration\n    ✓ '"),
         "thresholds shown as passed:\n{why}"
     );
+    // The capacity step: a short search against a target of known capacity (#21).
+    assert!(
+        out.contains("max rate under SLO (p99<50ms): "),
+        "the search found an answer:\n{why}"
+    );
     for f in [
         "quick.json",
         "quick.html",
         "quickstart.js",
         "quickstart.json",
         "quickstart.html",
+        "capacity.json",
+        "capacity.html",
         "examples/lib/config.js",
     ] {
         assert!(dir.join(f).exists(), "{f} was written\n{why}");

@@ -97,6 +97,16 @@ pub fn count(n: u64) -> String {
     out
 }
 
+/// A rate in requests per second with thousands separators: `8,400/s`, `12.5/s` (capacity
+/// tables, comparisons).
+pub fn rate(v: f64) -> String {
+    if v.abs() < 100.0 {
+        return format!("{}/s", num(v));
+    }
+    let sign = if v < 0.0 { "-" } else { "" };
+    format!("{sign}{}/s", count(v.abs().round() as u64))
+}
+
 /// Axis tick label: compact (1.5k, 2M).
 pub fn short(v: f64) -> String {
     let a = v.abs();

@@ -25,6 +25,7 @@
 //! - [`events`]: what happened to a run from outside (faults): the result file's timeline.
 //! - [`merge`]: one result from the results of a test's instances (exact totals, series
 //!   aligned on wall-clock seconds, VU gauges added).
+//! - [`capacity`]: a result file's optional section of sweep or search steps.
 //! - [`output`]: the pre-run check that an output file can be written.
 //! - [`names`]: k6's built-in metric names as constants, with their kinds.
 //! - [`fmt`]: every number shown to a human (durations, bytes, counts, ticks), Volley's own
@@ -34,6 +35,7 @@
 
 pub mod agg;
 pub mod aggregate;
+pub mod capacity;
 pub mod events;
 pub mod fmt;
 pub mod guard;

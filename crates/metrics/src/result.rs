@@ -105,6 +105,9 @@ pub struct RunResult {
     /// Faults and other outside events on the run's timeline (absent in older files).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<crate::Event>,
+    /// A sweep's or breaking-point search's steps (`crate::capacity`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<crate::capacity::Capacity>,
 }
 
 /// One evaluated threshold (`metric` may name a sub-metric: `http_req_duration{name:a}`).
@@ -448,6 +451,7 @@ impl RunResult {
             series,
             thresholds: Vec::new(),
             events: Vec::new(),
+            capacity: None,
         }
     }
 
@@ -609,6 +613,9 @@ impl RunResult {
                     }
                 }
             }
+        }
+        if let Some(c) = &self.capacity {
+            c.validate()?;
         }
         Ok(())
     }

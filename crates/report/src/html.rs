@@ -84,6 +84,7 @@ pub fn render_report(runs: &[Labeled]) -> String {
     thresholds(&mut o, runs);
     checks(&mut o, runs);
     crate::events::section(&mut o, runs);
+    crate::capacity::section(&mut o, runs);
     charts(&mut o, runs);
     for (i, r) in runs.iter().enumerate() {
         metric_table(&mut o, r, i, runs.len());

@@ -16,6 +16,8 @@
 //! - [`ab`]: `volley http --vs`: A against B over alternating rounds (medians, ratio B/A and
 //!   a verdict per figure); [`ab_file`]: the `volley-ab` file `--vs --save` writes, with a
 //!   validated reader. Method: `docs/quick-mode.md`.
+//! - [`capacity`]: sweeps' and searches' steps: charts against load with the knee, and
+//!   base-against-new of the capacity with a noise judgement (`volley compare`).
 //! - [`html`]: `volley report`: one self-contained HTML page (inline CSS and SVG, no script, no
 //!   network) for one or more runs. Layout: `docs/report.md`.
 //! - [`events`]: a run's faults as marks on the charts and a table.
@@ -24,6 +26,7 @@
 
 pub mod ab;
 pub mod ab_file;
+pub mod capacity;
 pub mod compare;
 pub mod events;
 pub mod fmt;

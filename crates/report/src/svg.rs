@@ -1,4 +1,5 @@
-//! Hand-written SVG charts for the HTML report: line charts over time and grouped bar charts.
+//! Hand-written SVG charts for the HTML report: line charts over time (or against any x, as
+//! load for capacity curves) and grouped bar charts.
 //! No charting dependency, no script: hover tooltips are SVG `<title>` elements, which every
 //! browser shows natively. All text passes through [`esc`].
 
@@ -155,6 +156,42 @@ pub fn line_chart_marked(
     val: &dyn Fn(f64) -> String,
     marks: &[Mark],
 ) -> String {
+    let x = XAxis {
+        name: "time",
+        tick: &secs_label,
+        at: &|x| format!("{:.0}s", x.floor()),
+        mark: None,
+        marks,
+        points: false,
+    };
+    xy_chart(title, lines, binary, (tick, val), &x)
+}
+
+/// The x axis of an [`xy_chart`].
+pub struct XAxis<'a> {
+    /// Shown at the axis' end (`time`, `offered rate (requests/s)`).
+    pub name: &'a str,
+    /// Axis labels.
+    pub tick: &'a dyn Fn(f64) -> String,
+    /// A point's x in its tooltip.
+    pub at: &'a dyn Fn(f64) -> String,
+    /// A dashed vertical line at this x, labelled (the knee of a capacity sweep).
+    pub mark: Option<(f64, &'a str)>,
+    /// Windows shaded on the axis (faults on a time axis).
+    pub marks: &'a [Mark],
+    /// Draw every point (otherwise they show on hover only).
+    pub points: bool,
+}
+
+/// A line chart of y against x: `tick` formats the value axis, `val` tooltip values;
+/// `binary` makes the value axis step in powers of 1024 (bytes).
+pub fn xy_chart(
+    title: &str,
+    lines: &[Line],
+    binary: bool,
+    (tick, val): (&dyn Fn(f64) -> String, &dyn Fn(f64) -> String),
+    x_axis: &XAxis,
+) -> String {
     let mut o = String::new();
     frame(&mut o, title);
     let xmax = lines
@@ -186,16 +223,17 @@ pub fn line_chart_marked(
             "<text class=\"tick\" x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
             sx(*x),
             H - BOTTOM + 16.0,
-            esc(&secs_label(*x))
+            esc(&(x_axis.tick)(*x))
         );
     }
     let _ = write!(
         o,
-        "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">time</text>",
+        "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
         W - RIGHT,
-        H - 3.0
+        H - 3.0,
+        esc(x_axis.name)
     );
-    for m in marks {
+    for m in x_axis.marks {
         let x0 = sx(m.from_s.clamp(0.0, xtop));
         let _ = match m.to_s {
             Some(to) => write!(
@@ -212,6 +250,22 @@ pub fn line_chart_marked(
             ),
         };
     }
+    if let Some((x, label)) = x_axis.mark {
+        let _ = write!(
+            o,
+            "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{TOP}\" y2=\"{1}\" stroke=\"#cf222e\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/><text class=\"tick\" x=\"{2:.1}\" y=\"{3}\" fill=\"#cf222e\">{4}</text>",
+            sx(x),
+            H - BOTTOM,
+            sx(x) + 4.0,
+            TOP + 10.0,
+            esc(label)
+        );
+    }
+    let (class, r) = if x_axis.points {
+        ("", 3.0)
+    } else {
+        (" class=\"pt\"", 2.5)
+    };
     for l in lines {
         let pts: Vec<String> = l
             .points
@@ -229,12 +283,12 @@ pub fn line_chart_marked(
             for (x, y) in &l.points {
                 let _ = write!(
                     o,
-                    "<circle class=\"pt\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{}\"><title>{} at {:.0}s: {}</title></circle>",
+                    "<circle{class} cx=\"{:.1}\" cy=\"{:.1}\" r=\"{r}\" fill=\"{}\"><title>{} at {}: {}</title></circle>",
                     sx(*x),
                     sy(*y),
                     l.color,
                     esc(&l.label),
-                    x.floor(),
+                    esc(&(x_axis.at)(*x)),
                     esc(&val(*y))
                 );
             }

@@ -24,10 +24,13 @@
 //!   then the result, the verdicts and the [`Outcome`].
 //! - [`merge`]: one judged result from the results of a test's instances (`volley merge`).
 //! - [`outcome`]: how a run ended, and the one table from that to the exit code.
+//! - [`capacity`]: load sweeps and the breaking-point search as sequences of runs, the knee,
+//!   the SLO, the result file's `capacity` section.
 //! - [`after`]: the chain every command runs around a run: the pre-run check of the output
 //!   targets, then `--save`, `--summary-export`, `--report`, `--history` and the final outcome.
 
 pub mod after;
+pub mod capacity;
 pub mod checks;
 pub mod execute;
 pub mod md5;

@@ -2,8 +2,9 @@
 //! built-in target on a free loopback port, then (1) blasts one URL in quick mode and checks
 //! that Volley counted exactly the requests the target served, and (2) runs an example k6
 //! script with checks, custom metrics and thresholds against it — through the caller, as
-//! `volley run` — saving result files and HTML reports for each step. Then (3) the tour
-//! proper ([`crate::tour`]). `quick` stops after step 1. Documented in docs/demo.md.
+//! `volley run` — saving result files and HTML reports for each step; then a short
+//! breaking-point search against a target of known capacity ([`crate::demo_capacity`]).
+//! Then (3) the tour proper ([`crate::tour`]). `quick` stops after step 1. Documented in docs/demo.md.
 
 use crate::{code, examples::QUICKSTART, tour};
 use std::io::{IsTerminal, Write};
@@ -104,6 +105,10 @@ pub fn run(
         });
     }
     target.shutdown();
+    let mut capacity_code = code::OK;
+    if !cfg.quick && !ctl.is_stopped() {
+        capacity_code = crate::demo_capacity::run(&dir, ctl);
+    }
 
     // Step 3: the example suites against the demo service.
     let mut tour_code = code::OK;
@@ -118,6 +123,8 @@ pub fn run(
         "quickstart.js",
         "quickstart.json",
         "quickstart.html",
+        "capacity.json",
+        "capacity.html",
         "examples",
         "results",
     ]
@@ -134,7 +141,7 @@ pub fn run(
         quick_json.display()
     );
     outln!("A whole environment (PostgreSQL, the demo service, seed, profiles, teardown) in one command: volley suite run examples/suites/drive --profile smoke");
-    [blast_code, script_code, tour_code]
+    [blast_code, script_code, capacity_code, tour_code]
         .into_iter()
         .find(|c| *c != code::OK)
         .unwrap_or(code::OK)

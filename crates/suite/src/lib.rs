@@ -10,6 +10,8 @@
 //!
 //! - [`demo`]: `volley demo`'s intro against the built-in target (a quick blast whose count
 //!   must equal what the target served, then the caller's k6 step) followed by the tour.
+//! - `demo_capacity`: the demo's short breaking-point search against a target of known
+//!   capacity (`volley http URL --find-max-rate --slo ...`).
 //! - [`tour`]: the example suites against the demo service: [`tour::Plan`] (which examples,
 //!   extra environment, profile), seeding, one run per example, the byte-count check.
 //! - `tour::table`: the baseline table, the per-example verdicts, `tour.json`, the exit code.
@@ -36,6 +38,7 @@ macro_rules! outln {
 
 pub mod check;
 pub mod demo;
+mod demo_capacity;
 mod examples;
 pub mod file;
 pub mod results;

@@ -16,6 +16,7 @@
 //! * `meter` — wire-level byte/request/connection counters (see *Counting* below).
 //! * `tls` — PEM identity → rustls acceptor.
 //! * `ws` — the `/ws/echo` WebSocket endpoint and its test commands.
+//! * `gate` — [`Limits`]: bounded workers (a known capacity) and failing above a rate.
 //! * `codec` — base64, percent-decoding, query and cookie parsing.
 //!
 //! # Endpoints
@@ -44,7 +45,10 @@
 //! | `/metrics` | Prometheus text: `volley_target_{requests,bytes_received,bytes_sent,connections}_total` |
 //! | anything else | 404 `{"error": "not found", "path": PATH}` |
 //!
-//! [`TargetConfig::delay_all`] delays every endpoint except `/stats` and `/metrics`.
+//! [`TargetConfig::delay_all`] delays every endpoint except `/stats` and `/metrics`. With
+//! [`Limits`] ([`spawn_limited`], `volley target --workers N --fail-above RPS`) at most N
+//! requests are in service (each for the delay) and the rest queue, so the capacity is
+//! N × 1000 / delay requests per second; above RPS arrivals per second requests get 500.
 //!
 //! ## `/echo` shape
 //!
@@ -83,6 +87,7 @@
 
 mod body;
 mod codec;
+mod gate;
 pub mod harness;
 mod meter;
 mod routes;
@@ -99,6 +104,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 
+pub use crate::gate::Limits;
 use crate::harness::Background;
 use crate::meter::Counters;
 use crate::server::Shared;
@@ -203,7 +209,10 @@ fn url(addr: SocketAddr, tls: bool) -> String {
 }
 
 /// Builds everything that can fail before serving: runtime, TLS config, listening socket.
-fn prepare(config: &TargetConfig) -> io::Result<(Runtime, TcpListener, Arc<Shared>)> {
+fn prepare(
+    config: &TargetConfig,
+    limits: Limits,
+) -> io::Result<(Runtime, TcpListener, Arc<Shared>)> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.threads.max(1))
         .thread_name("volley-testserver")
@@ -211,7 +220,9 @@ fn prepare(config: &TargetConfig) -> io::Result<(Runtime, TcpListener, Arc<Share
         .enable_time()
         .build()?;
     let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
-    let shared = Arc::new(Shared::new(config.delay_all, tls));
+    let mut shared = Shared::new(config.delay_all, tls);
+    shared.gate = gate::Gate::new(limits).map(Arc::new);
+    let shared = Arc::new(shared);
     let listener = harness::bind(&runtime, config.listen)?;
     Ok((runtime, listener, shared))
 }
@@ -219,7 +230,12 @@ fn prepare(config: &TargetConfig) -> io::Result<(Runtime, TcpListener, Arc<Share
 /// Starts the target on a dedicated thread with its own tokio runtime, so callers need no
 /// runtime. Returns once the socket is bound and listening.
 pub fn spawn(config: TargetConfig) -> io::Result<RunningTarget> {
-    let (runtime, listener, shared) = prepare(&config)?;
+    spawn_limited(config, Limits::default())
+}
+
+/// [`spawn`] with a bounded capacity ([`Limits`]).
+pub fn spawn_limited(config: TargetConfig, limits: Limits) -> io::Result<RunningTarget> {
+    let (runtime, listener, shared) = prepare(&config, limits)?;
     let addr = listener.local_addr()?;
     let counters = shared.counters.clone();
     let server = harness::spawn_background("volley-testserver-accept", runtime, move |stop| {
@@ -237,7 +253,16 @@ pub fn spawn(config: TargetConfig) -> io::Result<RunningTarget> {
 /// with the bound address once the target is listening (the CLI prints it; important with
 /// port 0).
 pub fn run_blocking(config: TargetConfig, on_bound: impl FnOnce(SocketAddr)) -> io::Result<()> {
-    let (runtime, listener, shared) = prepare(&config)?;
+    run_blocking_limited(config, Limits::default(), on_bound)
+}
+
+/// [`run_blocking`] with a bounded capacity ([`Limits`]).
+pub fn run_blocking_limited(
+    config: TargetConfig,
+    limits: Limits,
+    on_bound: impl FnOnce(SocketAddr),
+) -> io::Result<()> {
+    let (runtime, listener, shared) = prepare(&config, limits)?;
     let addr = listener.local_addr()?;
     harness::run_foreground(
         runtime,

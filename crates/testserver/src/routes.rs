@@ -33,6 +33,14 @@ pub(crate) enum Route {
     Delay(u64),
 }
 
+/// 500 from a target over its `--fail-above` rate.
+pub(crate) fn overloaded() -> Resp {
+    json(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        &json!({ "error": "overloaded" }),
+    )
+}
+
 /// Routes a (non-monitoring) request.
 pub(crate) fn route(req: Request<Incoming>) -> Route {
     let path = req.uri().path();

@@ -15,6 +15,7 @@ use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
+use crate::gate::Gate;
 use crate::meter::{ConnMeter, Counters, CountingIo};
 use crate::routes::{self, Resp, Route};
 
@@ -26,6 +27,8 @@ pub(crate) struct Shared {
     pub(crate) counters: Arc<Counters>,
     pub(crate) delay_all: Option<Duration>,
     pub(crate) tls: Option<TlsAcceptor>,
+    /// `--workers` / `--fail-above`.
+    pub(crate) gate: Option<Arc<Gate>>,
     http: auto::Builder<TokioExecutor>,
 }
 
@@ -40,6 +43,7 @@ impl Shared {
             counters: Arc::new(Counters::default()),
             delay_all,
             tls,
+            gate: None,
             http,
         }
     }
@@ -62,6 +66,7 @@ async fn serve_conn(tcp: TcpStream, shared: Arc<Shared>) {
     let service = ConnService {
         meter: meter.clone(),
         delay_all: shared.delay_all,
+        gate: shared.gate.clone(),
     };
     // Counting sits below TLS so bytes are counted as they appear on the wire.
     let io = CountingIo::new(tcp, meter);
@@ -90,6 +95,7 @@ async fn serve_conn(tcp: TcpStream, shared: Arc<Shared>) {
 struct ConnService {
     meter: Arc<ConnMeter>,
     delay_all: Option<Duration>,
+    gate: Option<Arc<Gate>>,
 }
 
 impl Service<Request<Incoming>> for ConnService {
@@ -110,6 +116,16 @@ impl Service<Request<Incoming>> for ConnService {
         counters
             .requests
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(gate) = &self.gate {
+            if gate.overloaded() {
+                return RespFuture::Ready(Some(routes::overloaded()));
+            }
+            let (gate, delay) = (gate.clone(), self.delay_all);
+            return RespFuture::Boxed(Box::pin(async move {
+                gate.serve(delay).await;
+                routes::finish(routes::route(req)).await
+            }));
+        }
         match self.delay_all {
             None => match routes::route(req) {
                 Route::Ready(resp) => RespFuture::Ready(Some(resp)),
