@@ -39,7 +39,10 @@ fn serve(a: DemoServeArgs) -> i32 {
         );
     }) {
         Ok(()) => exit::OK,
-        Err(e) => exit::fail(&format!("cannot start the demo service on {}: {e}", a.listen)),
+        Err(e) => exit::fail(&format!(
+            "cannot start the demo service on {}: {e}",
+            a.listen
+        )),
     }
 }
 

@@ -38,7 +38,10 @@ fn demo_serve_with_a_bad_or_unreachable_database_exits_1() {
         ]);
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(1), "{url}: {err}");
-        assert!(err.contains("--database") && err.contains(&says), "{url}: {err}");
+        assert!(
+            err.contains("--database") && err.contains(&says),
+            "{url}: {err}"
+        );
         assert!(!err.contains("s3cret"), "password redacted: {err}");
         assert!(!err.contains("panicked"), "{err}");
     }
@@ -62,7 +65,12 @@ fn demo_serve_on_postgres_then_seed_small() {
     let dir = scratch("demo-pg");
     let mut child = volley()
         .args(["demo", "serve", "--listen", "127.0.0.1:0"])
-        .args(["--database", &cluster.url(), "--data", dir.to_str().unwrap()])
+        .args([
+            "--database",
+            &cluster.url(),
+            "--data",
+            dir.to_str().unwrap(),
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -75,7 +83,10 @@ fn demo_serve_on_postgres_then_seed_small() {
         line.starts_with("volley demo service listening on http://127.0.0.1:"),
         "{line}"
     );
-    assert!(line.contains("database postgres://volley@127.0.0.1:"), "{line}");
+    assert!(
+        line.contains("database postgres://volley@127.0.0.1:"),
+        "{line}"
+    );
     assert!(!line.contains("pw-demo"), "password redacted: {line}");
     let url = line.split_whitespace().nth(5).unwrap().to_owned();
     assert!(!dir.join("demo.db").exists(), "no SQLite file");

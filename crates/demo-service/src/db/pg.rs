@@ -228,6 +228,16 @@ fn ts_query(terms: &[String]) -> String {
     t.join(" & ")
 }
 
+/// The search query ($1 tsquery text, $2 user; a page: $3 limit, $4 offset) or its count.
+fn search_sql(count: bool) -> String {
+    let cond = format!("{NAME_DOC} @@ to_tsquery('simple', $1) AND user_id = $2");
+    if count {
+        format!("SELECT COUNT(*) FROM files WHERE {cond}")
+    } else {
+        format!("SELECT {FILE_COLS} FROM files WHERE {cond} ORDER BY name LIMIT $3 OFFSET $4")
+    }
+}
+
 const TREE: &str = "WITH RECURSIVE sub(id) AS (SELECT $1::BIGINT UNION ALL SELECT f.id FROM folders f JOIN sub ON f.parent_id = sub.id)";
 
 impl Storage for PgDb {
@@ -443,23 +453,12 @@ impl Storage for PgDb {
     ) -> Result<(Vec<FileRow>, i64), ApiError> {
         let q = ts_query(terms);
         let mut c = self.client()?;
-        let cond = format!("{NAME_DOC} @@ to_tsquery('simple', $1) AND user_id = $2");
         let files = c
-            .query(
-                &format!(
-                    "SELECT {FILE_COLS} FROM files WHERE {cond} ORDER BY name LIMIT $3 OFFSET $4"
-                ),
-                &[&q, &user, &limit, &offset],
-            )?
+            .query(&search_sql(false), &[&q, &user, &limit, &offset])?
             .iter()
             .map(file)
             .collect();
-        let total: i64 = c
-            .query_one(
-                &format!("SELECT COUNT(*) FROM files WHERE {cond}"),
-                &[&q, &user],
-            )?
-            .get(0);
+        let total: i64 = c.query_one(&search_sql(true), &[&q, &user])?.get(0);
         Ok((files, total))
     }
 
@@ -551,6 +550,66 @@ impl Storage for PgDb {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Search semantics next to FTS5's (case-insensitive word prefixes, every term
+    /// required, punctuation separates words) and the GIN index in the plan.
+    #[test]
+    fn search_matches_word_prefixes_through_the_gin_index() {
+        if let Err(e) = volley_postgres::find_binaries() {
+            eprintln!("SKIP: PostgreSQL is not installed: {e}");
+            return;
+        }
+        let cluster = volley_postgres::Cluster::start(
+            &Default::default(),
+            std::time::Duration::from_secs(60),
+        )
+        .unwrap();
+        let db = PgDb::open(&cluster.url()).unwrap();
+        let user = db.register("ann", None, "h").unwrap();
+        for i in 0..200 {
+            let name = if i % 20 == 0 {
+                format!("Report-{i:05}.txt")
+            } else {
+                format!("file_{i:05}.bin")
+            };
+            db.put_file(user.id, user.root, &name, 1, "b", false)
+                .unwrap();
+        }
+        let search = |q: &str| {
+            let (rows, n) = db
+                .search(user.id, &super::super::search_terms(q), 50, 0)
+                .unwrap();
+            assert_eq!(rows.len() as i64, n.min(50), "{q}");
+            (rows.first().map(|f| f.name.clone()), n)
+        };
+        assert_eq!(search("report"), (Some("Report-00000.txt".into()), 10));
+        assert_eq!(search("REP 0002"), (Some("Report-00020.txt".into()), 1));
+        assert_eq!(search("eport").1, 0, "a prefix of a word, not a substring");
+        assert_eq!(search("file bin").1, 190);
+        assert_eq!(search("report bin").1, 0, "every term is required");
+        assert_eq!(search("a\" OR b:*").1, 0, "operators are plain words");
+        let other = db.register("bob", None, "h").unwrap();
+        let (_, n) = db.search(other.id, &["report".to_owned()], 50, 0).unwrap();
+        assert_eq!(n, 0, "only the user's own files");
+
+        let mut c = db.client().unwrap();
+        c.batch_execute("ANALYZE files; SET enable_seqscan = off")
+            .unwrap();
+        let plan: Vec<String> = c
+            .query(
+                &format!("EXPLAIN {}", search_sql(false)),
+                &[&"report:*", &user.id, &50i64, &0i64],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let plan = plan.join("\n");
+        assert!(plan.contains("files_name_search"), "{plan}");
+        drop(c);
+        drop(db);
+        cluster.stop().unwrap();
+    }
 
     #[test]
     fn search_terms_become_prefix_conjunctions() {
