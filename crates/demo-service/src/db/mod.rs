@@ -196,6 +196,41 @@ pub(crate) const FILE_COLS: &str =
     "id, user_id, folder_id, name, size, blob, created_at, modified_at";
 
 impl FileRow {
+    /// The row of a file just inserted with `id`, created and modified `now`.
+    pub(crate) fn new_at(
+        id: i64,
+        user: i64,
+        folder: i64,
+        name: &str,
+        size: i64,
+        blob: &str,
+        now: i64,
+    ) -> FileRow {
+        FileRow {
+            id,
+            user_id: user,
+            folder_id: folder,
+            name: name.to_owned(),
+            size,
+            blob: blob.to_owned(),
+            created_at: now,
+            modified_at: now,
+        }
+    }
+
+    /// The row once overwritten with a new blob; the replaced blob is returned for removal.
+    pub(crate) fn repointed(
+        mut self,
+        size: i64,
+        blob: &str,
+        now: i64,
+    ) -> (FileRow, Option<String>) {
+        let old = std::mem::replace(&mut self.blob, blob.to_owned());
+        self.size = size;
+        self.modified_at = now;
+        (self, Some(old))
+    }
+
     pub(crate) fn json(&self) -> Value {
         json!({
             "id": self.id,

@@ -405,15 +405,12 @@ impl Storage for PgDb {
         )?;
         let out = match existing.map(|r| file(&r)) {
             Some(_) if !overwrite => return Err(name_taken(name)),
-            Some(mut f) => {
+            Some(f) => {
                 tx.execute(
                     "UPDATE files SET size = $1, blob = $2, modified_at = $3 WHERE id = $4",
                     &[&size, &blob, &now, &f.id],
                 )?;
-                let old = std::mem::replace(&mut f.blob, blob.to_owned());
-                f.size = size;
-                f.modified_at = now;
-                (f, Some(old))
+                f.repointed(size, blob, now)
             }
             None => {
                 let id: i64 = tx
@@ -427,17 +424,10 @@ impl Storage for PgDb {
                         _ => e.into(),
                     })?
                     .get(0);
-                let row = FileRow {
-                    id,
-                    user_id: user,
-                    folder_id: folder,
-                    name: name.to_owned(),
-                    size,
-                    blob: blob.to_owned(),
-                    created_at: now,
-                    modified_at: now,
-                };
-                (row, None)
+                (
+                    FileRow::new_at(id, user, folder, name, size, blob, now),
+                    None,
+                )
             }
         };
         tx.commit()?;

@@ -259,15 +259,12 @@ pub(crate) fn put_file(
     let (row, old) =
         match existing {
             Some(_) if !overwrite => return Err(name_taken(name)),
-            Some(mut f) => {
+            Some(f) => {
                 tx.prepare_cached(
                     "UPDATE files SET size = ?1, blob = ?2, modified_at = ?3 WHERE id = ?4",
                 )?
                 .execute(rusqlite::params![size as i64, blob, now, f.id])?;
-                let old = std::mem::replace(&mut f.blob, blob.to_owned());
-                f.size = size as i64;
-                f.modified_at = now;
-                (f, Some(old))
+                f.repointed(size as i64, blob, now)
             }
             None => {
                 tx.prepare_cached(
@@ -275,17 +272,11 @@ pub(crate) fn put_file(
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
             )?
             .execute(rusqlite::params![user, folder, name, size as i64, blob, now])?;
-                let row = FileRow {
-                    id: tx.last_insert_rowid(),
-                    user_id: user,
-                    folder_id: folder,
-                    name: name.to_owned(),
-                    size: size as i64,
-                    blob: blob.to_owned(),
-                    created_at: now,
-                    modified_at: now,
-                };
-                (row, None)
+                let id = tx.last_insert_rowid();
+                (
+                    FileRow::new_at(id, user, folder, name, size as i64, blob, now),
+                    None,
+                )
             }
         };
     tx.commit()?;
