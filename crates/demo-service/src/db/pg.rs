@@ -6,7 +6,7 @@
 //! turned into spaces)`, queried with `term:*` prefix terms joined by `&` — like the FTS5
 //! index (unicode61 tokens, quoted prefix terms): case-insensitive, each word of the query
 //! must start a word of the name. Writes that check a tree (batch move) take a transaction
-//! advisory lock, as SQLite's single writer serialises them.
+//! advisory lock, as SQLite's single writer serialises them (see `TREE_LOCK`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -238,6 +238,21 @@ fn search_sql(count: bool) -> String {
     }
 }
 
+/// The advisory lock of the folder tree: moves and folder deletes hold it exclusively, writes
+/// into a folder share it — so no file lands in a folder a concurrent delete is removing and
+/// no two moves build a cycle (SQLite's single writer serialises all of these).
+const TREE_LOCK: i64 = 0x766f_6c6c_6579;
+
+fn lock_tree(tx: &mut postgres::Transaction<'_>, exclusive: bool) -> Result<(), ApiError> {
+    let f = if exclusive {
+        "pg_advisory_xact_lock"
+    } else {
+        "pg_advisory_xact_lock_shared"
+    };
+    tx.execute(&format!("SELECT {f}($1)"), &[&TREE_LOCK])?;
+    Ok(())
+}
+
 const TREE: &str = "WITH RECURSIVE sub(id) AS (SELECT $1::BIGINT UNION ALL SELECT f.id FROM folders f JOIN sub ON f.parent_id = sub.id)";
 
 impl Storage for PgDb {
@@ -304,8 +319,12 @@ impl Storage for PgDb {
 
     fn create_folder(&self, user: i64, parent: i64, name: &str) -> Result<FolderRow, ApiError> {
         let mut c = self.client()?;
-        folder_of(&mut *c, user, parent)?;
-        insert_folder(&mut *c, user, Some(parent), name)
+        let mut tx = c.transaction()?;
+        lock_tree(&mut tx, false)?;
+        folder_of(&mut tx, user, parent)?;
+        let f = insert_folder(&mut tx, user, Some(parent), name)?;
+        tx.commit()?;
+        Ok(f)
     }
 
     fn delete_file(&self, user: i64, id: i64) -> Result<FileRow, ApiError> {
@@ -318,6 +337,7 @@ impl Storage for PgDb {
     fn delete_folder(&self, user: i64, id: i64) -> Result<Vec<String>, ApiError> {
         let mut c = self.client()?;
         let mut tx = c.transaction()?;
+        lock_tree(&mut tx, true)?;
         folder_of(&mut tx, user, id)?;
         let blobs = tx
             .query(
@@ -396,6 +416,7 @@ impl Storage for PgDb {
     ) -> Result<(FileRow, Option<String>), ApiError> {
         let mut c = self.client()?;
         let mut tx = c.transaction()?;
+        lock_tree(&mut tx, false)?;
         folder_of(&mut tx, user, folder)?;
         let now = now_ms();
         let size = size as i64;
@@ -462,8 +483,7 @@ impl Storage for PgDb {
     ) -> Result<(), ApiError> {
         let mut c = self.client()?;
         let mut tx = c.transaction()?;
-        // One tree change at a time: two concurrent moves could otherwise make a cycle.
-        tx.execute("SELECT pg_advisory_xact_lock(7001)", &[])?;
+        lock_tree(&mut tx, true)?;
         folder_of(&mut tx, user, target)?;
         let above: Vec<i64> = tx
             .query(
