@@ -529,6 +529,10 @@ pub struct DemoServeArgs {
     /// `volley-demo-service` folder in the system's temporary directory)
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
+    /// PostgreSQL instead of SQLite: postgres://user[:password]@host[:port]/db[?sslmode=...]
+    /// (tables created if missing; --data still holds the file contents)
+    #[arg(long, value_name = "URL")]
+    pub database: Option<String>,
     /// Server worker threads
     #[arg(long, default_value_t = 2)]
     pub threads: usize,

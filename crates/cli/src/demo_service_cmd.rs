@@ -26,15 +26,23 @@ fn serve(a: DemoServeArgs) -> i32 {
     cfg.threads = a.threads.max(1);
     cfg.max_upload_bytes = a.max_upload;
     cfg.max_json_bytes = a.max_json;
+    cfg.database = a.database.clone();
+    let db = match &a.database {
+        Some(url) => format!("database {}", volley_postgres::redact(url)),
+        None => "SQLite".to_owned(),
+    };
     match volley_demo_service::run_blocking(cfg, |addr| {
         outln!(
-            "volley demo service listening on {} (data in {})",
+            "volley demo service listening on {} (data in {}, {db})",
             volley_demo_service::url(addr),
             data.display()
         );
     }) {
         Ok(()) => exit::OK,
-        Err(e) => exit::fail(&format!("cannot serve on {}: {e}", a.listen)),
+        Err(e) => exit::fail(&format!(
+            "cannot start the demo service on {}: {e}",
+            a.listen
+        )),
     }
 }
 

@@ -10,7 +10,6 @@ use serde_json::{json, Value};
 
 use crate::auth::{self, Principal};
 use crate::body::{self, Resp};
-use crate::db;
 use crate::error::ApiError;
 use crate::files::{blocking, json_body, str_field, who};
 use crate::server::App;
@@ -39,22 +38,7 @@ pub(crate) async fn register(app: &Arc<App>, req: Request<Incoming>) -> Result<R
     let a = app.clone();
     let user = blocking(move || {
         let hash = auth::hash_password(&password)?;
-        let mut c = a.db.writer();
-        let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        if db::user_by_name(&tx, &username)?.is_some() {
-            return Err(ApiError::new(StatusCode::CONFLICT, "username_taken", "that username is taken"));
-        }
-        let now = db::now_ms();
-        tx.execute(
-            "INSERT INTO users (username, email, password_hash, created_at) VALUES (?1, ?2, ?3, ?4)",
-            rusqlite::params![username, email, hash, now],
-        )?;
-        let id = tx.last_insert_rowid();
-        let root = db::create_folder(&tx, id, None, &format!("root-{id}"))?;
-        tx.execute("UPDATE users SET root_folder_id = ?1 WHERE id = ?2", [root.id, id])?;
-        let user = db::user_by_name(&tx, &username)?.ok_or_else(|| ApiError::internal("user vanished"))?;
-        tx.commit()?;
-        Ok(user)
+        a.db.register(&username, email.as_deref(), &hash)
     })
     .await?;
     Ok(body::json(
@@ -71,7 +55,7 @@ pub(crate) async fn check_password(
 ) -> Result<Principal, ApiError> {
     let a = app.clone();
     blocking(move || {
-        let user = db::user_by_name(&a.db.reader(), &username)?;
+        let user = a.db.user_by_name(&username)?;
         match user {
             Some(u) if auth::verify_password(&password, &u.password_hash) => Ok(Principal {
                 user_id: u.id,
@@ -181,7 +165,8 @@ pub(crate) async fn me(app: &Arc<App>, req: Request<Incoming>) -> Result<Resp, A
     let p = who(app, &req)?;
     let a = app.clone();
     let user = blocking(move || {
-        db::user_by_name(&a.db.reader(), &p.username)?.ok_or_else(|| ApiError::not_found("user"))
+        a.db.user_by_name(&p.username)?
+            .ok_or_else(|| ApiError::not_found("user"))
     })
     .await?;
     Ok(body::json(StatusCode::OK, &json!({ "user": user.json() })))

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::auth::Principal;
 use crate::body::{self, Resp};
-use crate::db;
+use crate::db::{self, UploadRow};
 use crate::error::ApiError;
 use crate::files::{
     blocking, check_name, content_length, json_body, opt_i64, publish, str_field, who,
@@ -22,15 +22,6 @@ use crate::store::random_hex;
 const DEFAULT_CHUNK: u64 = 5 << 20;
 const MAX_CHUNK: u64 = 64 << 20;
 const MAX_CHUNKS: u64 = 10_000;
-
-struct UploadRow {
-    id: String,
-    user_id: i64,
-    folder_id: i64,
-    name: String,
-    size: u64,
-    chunk_size: u64,
-}
 
 impl UploadRow {
     fn chunks(&self) -> u64 {
@@ -59,24 +50,8 @@ async fn upload_of(app: &Arc<App>, p: &Principal, id: String) -> Result<UploadRo
     }
     let (a, user) = (app.clone(), p.user_id);
     blocking(move || {
-        use rusqlite::OptionalExtension;
-        let c = a.db.reader();
-        let row = c
-            .prepare_cached(
-                "SELECT id, user_id, folder_id, name, size, chunk_size FROM uploads WHERE id = ?1",
-            )?
-            .query_row([&id], |r| {
-                Ok(UploadRow {
-                    id: r.get(0)?,
-                    user_id: r.get(1)?,
-                    folder_id: r.get(2)?,
-                    name: r.get(3)?,
-                    size: r.get::<_, i64>(4)? as u64,
-                    chunk_size: r.get::<_, i64>(5)? as u64,
-                })
-            })
-            .optional()?;
-        row.filter(|u| u.user_id == user)
+        a.db.upload(&id)?
+            .filter(|u| u.user_id == user)
             .ok_or_else(|| ApiError::not_found("upload"))
     })
     .await
@@ -120,18 +95,8 @@ pub(crate) async fn upload_init(app: &Arc<App>, req: Request<Incoming>) -> Resul
         chunk_size,
     };
     tokio::fs::create_dir_all(app.store.chunk_dir(&u.id)).await?;
-    let a = app.clone();
-    let (id, user, fname) = (u.id.clone(), u.user_id, u.name.clone());
-    blocking(move || {
-        let c = a.db.writer();
-        db::folder_of(&c, user, folder)?;
-        c.execute(
-            "INSERT INTO uploads (id, user_id, folder_id, name, size, chunk_size, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            rusqlite::params![id, user, folder, fname, size as i64, chunk_size as i64, db::now_ms()],
-        )?;
-        Ok(())
-    })
-    .await?;
+    let (a, row) = (app.clone(), u.clone());
+    blocking(move || a.db.add_upload(&row)).await?;
     Ok(body::json(StatusCode::CREATED, &u.json()))
 }
 
@@ -152,20 +117,9 @@ async fn sweep_stale_uploads(app: &Arc<App>) {
         return;
     }
     let a = app.clone();
-    let stale = blocking(move || {
-        let c = a.db.writer();
-        let ids: Vec<String> = c
-            .prepare("SELECT id FROM uploads WHERE created_at < ?1")?
-            .query_map([now - STALE_UPLOAD_MS], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        c.execute(
-            "DELETE FROM uploads WHERE created_at < ?1",
-            [now - STALE_UPLOAD_MS],
-        )?;
-        Ok(ids)
-    })
-    .await
-    .unwrap_or_default();
+    let stale = blocking(move || a.db.sweep_uploads(now - STALE_UPLOAD_MS))
+        .await
+        .unwrap_or_default();
     for id in stale {
         let _ = tokio::fs::remove_dir_all(app.store.chunk_dir(&id)).await;
     }
@@ -203,12 +157,7 @@ pub(crate) async fn upload_state(
 
 async fn drop_upload(app: &Arc<App>, id: &str) -> Result<(), ApiError> {
     let (a, i) = (app.clone(), id.to_owned());
-    blocking(move || {
-        a.db.writer()
-            .execute("DELETE FROM uploads WHERE id = ?1", [i])?;
-        Ok(())
-    })
-    .await?;
+    blocking(move || a.db.delete_upload(&i)).await?;
     let _ = tokio::fs::remove_dir_all(app.store.chunk_dir(id)).await;
     Ok(())
 }

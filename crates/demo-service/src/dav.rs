@@ -15,12 +15,11 @@ use base64::Engine;
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
-use rusqlite::Connection;
 
 use crate::accounts::check_password;
 use crate::auth::Principal;
 use crate::body::{self, Resp};
-use crate::db::{self, FileRow, FolderRow};
+use crate::db::{FileRow, FolderRow, Storage};
 use crate::error::ApiError;
 use crate::files::{blocking, check_name, http_date, publish, serve_file};
 use crate::router::{percent_decode, percent_encode};
@@ -64,7 +63,7 @@ pub(crate) async fn handle(app: &Arc<App>, req: Request<Incoming>) -> Result<Res
         return Ok(r);
     }
     let (a, who, s) = (app.clone(), p.clone(), segs.clone());
-    let res = blocking(move || resolve(&a.db.reader(), &who, &s)).await?;
+    let res = blocking(move || resolve(&*a.db, &who, &s)).await?;
     match method.as_str() {
         "PROPFIND" => propfind(app, req.headers(), &segs, res).await,
         "GET" | "HEAD" => match res {
@@ -113,12 +112,8 @@ pub(crate) async fn handle(app: &Arc<App>, req: Request<Incoming>) -> Result<Res
             let a = app.clone();
             let blobs = match res {
                 Res::File(f) => {
-                    blocking(move || {
-                        a.db.writer()
-                            .execute("DELETE FROM files WHERE id = ?1", [f.id])?;
-                        Ok(vec![f.blob])
-                    })
-                    .await?
+                    blocking(move || a.db.delete_file(p.user_id, f.id).map(|f| vec![f.blob]))
+                        .await?
                 }
                 Res::Folder(f) if f.id == p.root => {
                     return Err(ApiError::new(
@@ -127,9 +122,7 @@ pub(crate) async fn handle(app: &Arc<App>, req: Request<Incoming>) -> Result<Res
                         "the root cannot be deleted",
                     ))
                 }
-                Res::Folder(f) => {
-                    blocking(move || db::delete_folder_tree(&mut a.db.writer(), f.id)).await?
-                }
+                Res::Folder(f) => blocking(move || a.db.delete_folder(p.user_id, f.id)).await?,
                 _ => return Err(ApiError::not_found("resource")),
             };
             app.store.remove(blobs).await;
@@ -138,10 +131,7 @@ pub(crate) async fn handle(app: &Arc<App>, req: Request<Incoming>) -> Result<Res
         "MKCOL" => match res {
             Res::Missing(parent, name) => {
                 let a = app.clone();
-                blocking(move || {
-                    db::create_folder(&a.db.writer(), p.user_id, Some(parent.id), &name)
-                })
-                .await?;
+                blocking(move || a.db.create_folder(p.user_id, parent.id, &name)).await?;
                 Ok(body::status(StatusCode::CREATED))
             }
             Res::NoParent => Err(ApiError::conflict("the parent collection does not exist")),
@@ -155,17 +145,17 @@ pub(crate) async fn handle(app: &Arc<App>, req: Request<Incoming>) -> Result<Res
     }
 }
 
-fn resolve(c: &Connection, p: &Principal, segs: &[String]) -> Result<Res, ApiError> {
-    let mut folder = db::folder_of(c, p.user_id, p.root)?;
+fn resolve(c: &dyn Storage, p: &Principal, segs: &[String]) -> Result<Res, ApiError> {
+    let mut folder = c.folder_of(p.user_id, p.root)?;
     for (i, s) in segs.iter().enumerate() {
-        if let Some(f) = db::child_folder(c, folder.id, s)? {
+        if let Some(f) = c.child_folder(folder.id, s)? {
             folder = f;
             continue;
         }
         if i + 1 < segs.len() {
             return Ok(Res::NoParent);
         }
-        return Ok(match db::child_file(c, folder.id, s)? {
+        return Ok(match c.child_file(folder.id, s)? {
             Some(f) => Res::File(f),
             None => Res::Missing(folder, s.clone()),
         });
@@ -258,19 +248,7 @@ async fn propfind(
             if depth == 1 {
                 let a = app.clone();
                 let id = folder.id;
-                let (folders, files) = blocking(move || {
-                    let c = a.db.reader();
-                    let folders = db::subfolders(&c, id)?;
-                    let mut st = c.prepare_cached(&format!(
-                        "SELECT {} FROM files WHERE folder_id = ?1 ORDER BY name",
-                        db::FILE_COLS
-                    ))?;
-                    let files = st
-                        .query_map([id], FileRow::from_row)?
-                        .collect::<rusqlite::Result<Vec<_>>>()?;
-                    Ok((folders, files))
-                })
-                .await?;
+                let (folders, files) = blocking(move || a.db.children(id)).await?;
                 for d in &folders {
                     folder_entry(
                         &mut xml,

@@ -12,7 +12,7 @@ use tokio::io::AsyncSeekExt;
 
 use crate::auth::{self, Principal};
 use crate::body::{self, Resp, RespBody};
-use crate::db::{self, FileRow, FolderRow, FILE_COLS};
+use crate::db::{self, FileRow, FolderRow};
 use crate::error::ApiError;
 use crate::multipart::{self, Multipart};
 use crate::router::{percent_encode, query};
@@ -121,14 +121,7 @@ pub(crate) fn who(app: &App, req: &Request<Incoming>) -> Result<Principal, ApiEr
 
 pub(crate) async fn ready(app: &Arc<App>) -> Result<Resp, ApiError> {
     let a = app.clone();
-    let db_ok = blocking(move || {
-        Ok(a.db
-            .reader()
-            .query_row("SELECT 1", [], |r| r.get::<_, i64>(0))
-            .is_ok())
-    })
-    .await
-    .unwrap_or(false);
+    let db_ok = blocking(move || Ok(a.db.ping())).await.unwrap_or(false);
     let tmp_ok = app.store.temp().await.is_ok();
     let status = if db_ok && tmp_ok {
         StatusCode::OK
@@ -153,12 +146,7 @@ pub(crate) async fn create_folder(
     check_name(&name)?;
     let parent = opt_i64(&m, "parent_id")?.unwrap_or(p.root);
     let a = app.clone();
-    let folder = blocking(move || {
-        let c = a.db.writer();
-        db::folder_of(&c, p.user_id, parent)?;
-        db::create_folder(&c, p.user_id, Some(parent), &name)
-    })
-    .await?;
+    let folder = blocking(move || a.db.create_folder(p.user_id, parent, &name)).await?;
     Ok(body::json(
         StatusCode::CREATED,
         &json!({ "folder": folder.json() }),
@@ -178,12 +166,7 @@ pub(crate) async fn delete_folder(
         ));
     }
     let a = app.clone();
-    let blobs = blocking(move || {
-        let mut c = a.db.writer();
-        db::folder_of(&c, p.user_id, id)?;
-        db::delete_folder_tree(&mut c, id)
-    })
-    .await?;
+    let blobs = blocking(move || a.db.delete_folder(p.user_id, id)).await?;
     app.store.remove(blobs).await;
     Ok(body::status(StatusCode::NO_CONTENT))
 }
@@ -250,21 +233,16 @@ pub(crate) async fn list(
     let pg = page(&query(&req)?)?;
     let a = app.clone();
     let v = blocking(move || {
-        let c = a.db.reader();
-        let folder = db::folder_of(&c, p.user_id, id.unwrap_or(p.root))?;
-        let folders = db::subfolders(&c, folder.id)?;
+        let listing = db::Listing {
+            sort: pg.sort,
+            desc: pg.desc,
+            limit: pg.limit,
+            offset: pg.offset,
+        };
+        let (folder, folders, files, total) =
+            a.db.list(p.user_id, id.unwrap_or(p.root), listing)?;
+        let files: Vec<Value> = files.iter().map(FileRow::json).collect();
         let dir = if pg.desc { "DESC" } else { "ASC" };
-        let mut st = c.prepare_cached(&format!(
-            "SELECT {FILE_COLS} FROM files WHERE folder_id = ?1 ORDER BY {} {dir}, id {dir} LIMIT ?2 OFFSET ?3",
-            pg.sort
-        ))?;
-        let files: Vec<Value> = st
-            .query_map(rusqlite::params![folder.id, pg.limit, pg.offset], FileRow::from_row)?
-            .map(|r| r.map(|f| f.json()))
-            .collect::<rusqlite::Result<_>>()?;
-        let total: i64 = c
-            .prepare_cached("SELECT COUNT(*) FROM files WHERE folder_id = ?1")?
-            .query_row([folder.id], |r| r.get(0))?;
         Ok(json!({
             "folder": folder.json(),
             "folders": folders.iter().map(FolderRow::json).collect::<Vec<_>>(),
@@ -292,13 +270,11 @@ pub(crate) async fn file(
     let delete = req.method() == Method::DELETE;
     let a = app.clone();
     let f = blocking(move || {
-        let c = a.db.writer();
-        let f = db::file_of(&c, p.user_id, id)?;
         if delete {
-            c.prepare_cached("DELETE FROM files WHERE id = ?1")?
-                .execute([id])?;
+            a.db.delete_file(p.user_id, id)
+        } else {
+            a.db.file_of(p.user_id, id)
         }
-        Ok(f)
     })
     .await?;
     if delete {
@@ -315,7 +291,7 @@ pub(crate) async fn download(
 ) -> Result<Resp, ApiError> {
     let p = who(app, &req)?;
     let a = app.clone();
-    let f = blocking(move || db::file_of(&a.db.reader(), p.user_id, id)).await?;
+    let f = blocking(move || a.db.file_of(p.user_id, id)).await?;
     serve_file(app, &f, req.headers(), req.method() == Method::HEAD).await
 }
 
@@ -431,8 +407,7 @@ pub(crate) async fn upload(app: &Arc<App>, req: Request<Incoming>) -> Result<Res
                 check_name(&name)?;
                 let folder_id = folder.unwrap_or(p.root);
                 let a = app.clone();
-                blocking(move || db::folder_of(&a.db.reader(), p.user_id, folder_id).map(|_| ()))
-                    .await?;
+                blocking(move || a.db.folder_of(p.user_id, folder_id).map(|_| ())).await?;
                 let mut tmp = app.store.temp().await?;
                 while let Some(chunk) = mp.chunk().await? {
                     if tmp.len + chunk.len() as u64 > app.max_upload {
@@ -470,12 +445,7 @@ pub(crate) async fn publish(
     let size = tmp.len;
     let blob = app.store.commit(tmp).await?;
     let (a, user, b) = (app.clone(), p.user_id, blob.clone());
-    let r = blocking(move || {
-        let mut c = a.db.writer();
-        db::folder_of(&c, user, folder)?;
-        db::put_file(&mut c, user, folder, &name, size, &b, overwrite)
-    })
-    .await;
+    let r = blocking(move || a.db.put_file(user, folder, &name, size, &b, overwrite)).await;
     match r {
         Ok((row, old)) => {
             app.metrics
@@ -502,7 +472,8 @@ pub(crate) async fn search(app: &Arc<App>, req: Request<Incoming>) -> Result<Res
         .find(|(k, _)| k == "q")
         .map(|(_, v)| v.clone())
         .unwrap_or_default();
-    let Some(fts) = db::fts_query(&q) else {
+    let terms = db::search_terms(&q);
+    if terms.is_empty() {
         return Err(ApiError::bad_request(
             "invalid_query",
             "q: at least one letter or digit",
@@ -510,15 +481,8 @@ pub(crate) async fn search(app: &Arc<App>, req: Request<Incoming>) -> Result<Res
     };
     let a = app.clone();
     let v = blocking(move || {
-        let c = a.db.reader();
-        let files: Vec<Value> = c
-            .prepare_cached(db::SEARCH_SQL)?
-            .query_map(rusqlite::params![fts, p.user_id, pg.limit, pg.offset], FileRow::from_row)?
-            .map(|r| r.map(|f| f.json()))
-            .collect::<rusqlite::Result<_>>()?;
-        let total: i64 = c
-            .prepare_cached(db::SEARCH_COUNT_SQL)?
-            .query_row(rusqlite::params![fts, p.user_id], |r| r.get(0))?;
+        let (files, total) = a.db.search(p.user_id, &terms, pg.limit, pg.offset)?;
+        let files: Vec<Value> = files.iter().map(FileRow::json).collect();
         Ok(json!({"query": q, "total": total, "files": files, "limit": pg.limit, "offset": pg.offset}))
     })
     .await?;
@@ -546,31 +510,7 @@ pub(crate) async fn batch_move(app: &Arc<App>, req: Request<Incoming>) -> Result
     }
     let a = app.clone();
     let (nf, nd) = (files.len(), folders.len());
-    blocking(move || {
-        let mut c = a.db.writer();
-        let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        db::folder_of(&tx, p.user_id, target)?;
-        let above = db::ancestors(&tx, target)?;
-        for id in &folders {
-            db::folder_of(&tx, p.user_id, *id)?;
-            if *id == p.root || above.contains(id) {
-                return Err(ApiError::bad_request(
-                    "invalid_move",
-                    "a folder cannot move into itself or below itself",
-                ));
-            }
-            tx.prepare_cached("UPDATE folders SET parent_id = ?1 WHERE id = ?2")?
-                .execute([target, *id])?;
-        }
-        for id in &files {
-            db::file_of(&tx, p.user_id, *id)?;
-            tx.prepare_cached("UPDATE files SET folder_id = ?1 WHERE id = ?2")?
-                .execute([target, *id])?;
-        }
-        tx.commit()?;
-        Ok(())
-    })
-    .await?;
+    blocking(move || a.db.move_batch(p.user_id, p.root, target, &files, &folders)).await?;
     Ok(body::json(
         StatusCode::OK,
         &json!({"moved_files": nf, "moved_folders": nd, "target_folder_id": target}),

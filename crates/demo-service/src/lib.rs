@@ -16,7 +16,8 @@
 //! * `router` — method + path → handler, and the route label used in `/metrics`.
 //! * `error` — [`ApiError`]: every failure is a JSON `{"error", "code"}` with a 4xx status
 //!   (5xx only for real internal faults).
-//! * `db` — SQLite schema (with the FTS5 name index), connection pool, row types.
+//! * `db` — storage: the operations both backends implement, row types; `db/sqlite.rs`
+//!   (schema with the FTS5 name index, connection pool) and `db/pg.rs` (PostgreSQL).
 //! * `auth` — argon2 password hashes, access/refresh sessions, cookies, CSRF.
 //! * `accounts` — register, login, refresh, logout, current user.
 //! * `files` — folders, direct uploads, downloads, listing, search, batch move.
@@ -32,7 +33,7 @@
 //!
 //! # Data directory
 //!
-//! `demo.db` (SQLite, WAL), `blobs/XY/<random hex>` (file contents), `tmp/` (uploads being
+//! `demo.db` (SQLite, WAL; absent with a PostgreSQL database), `blobs/XY/<random hex>` (file contents), `tmp/` (uploads being
 //! written), `chunks/<upload id>/<n>` (chunked uploads in progress).
 
 mod accounts;
@@ -82,6 +83,9 @@ pub struct DemoConfig {
     /// client that sends part of a head and stalls does not hold a connection forever); an idle
     /// keep-alive connection is closed after it too (hyper's `header_read_timeout`).
     pub header_read_timeout: std::time::Duration,
+    /// `None`: SQLite in `data_dir/demo.db`; `Some(postgres://…)`: that PostgreSQL database
+    /// (tables created if missing; `data_dir` still holds the file contents).
+    pub database: Option<String>,
 }
 
 impl DemoConfig {
@@ -95,6 +99,7 @@ impl DemoConfig {
             max_upload_bytes: 1 << 30,
             max_json_bytes: 1 << 20,
             header_read_timeout: std::time::Duration::from_secs(30),
+            database: None,
         }
     }
 }

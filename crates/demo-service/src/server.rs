@@ -50,8 +50,8 @@ impl App {
         }
         std::fs::create_dir_all(&config.data_dir)?;
         let store = Store::open(&config.data_dir)?;
-        let db = Db::open(&config.data_dir.join("demo.db"))
-            .map_err(|e| io::Error::other(format!("database: {e}")))?;
+        let db = crate::db::open(&config.data_dir, config.database.as_deref())
+            .map_err(io::Error::other)?;
         let mut http = auto::Builder::new(TokioExecutor::new());
         // A head that does not arrive in time closes the connection (hyper needs a timer for it).
         http.http1()

@@ -1,8 +1,15 @@
 //! Helpers for the demo service's integration tests: a service on 127.0.0.1:0 with a scratch
 //! data directory, and accounts.
+//!
+//! In the `postgres` test binary (tests/postgres.rs includes the other test files), every
+//! service gets its own database in a throwaway `volley_postgres::Cluster` shared by the
+//! tests running at the same time; without PostgreSQL those tests run on SQLite and say so.
 #![allow(dead_code)]
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, Weak};
+
+use volley_postgres::{Cluster, ClusterOptions};
 
 use serde_json::{json, Value};
 use volley_demo_service::client::{multipart, multipart_type, Client, Response};
@@ -11,6 +18,8 @@ use volley_demo_service::{spawn, DemoConfig, RunningDemo};
 pub struct Service {
     pub demo: RunningDemo,
     pub dir: PathBuf,
+    /// Kept alive while the service runs (PostgreSQL tests only); dropped after `demo`.
+    cluster: Option<Arc<Cluster>>,
 }
 
 impl Drop for Service {
@@ -32,11 +41,77 @@ pub fn start(name: &str) -> Service {
 pub fn start_with(name: &str, tweak: impl FnOnce(&mut DemoConfig)) -> Service {
     let dir = scratch(name);
     let mut cfg = DemoConfig::new(&dir);
+    let cluster = if on_postgres() {
+        postgres_database(name).map(|(cluster, url)| {
+            cfg.database = Some(url);
+            cluster
+        })
+    } else {
+        None
+    };
     tweak(&mut cfg);
     Service {
         demo: spawn(cfg).expect("demo service starts"),
         dir,
+        cluster,
     }
+}
+
+/// True in the `postgres` test binary.
+pub fn on_postgres() -> bool {
+    env!("CARGO_CRATE_NAME") == "postgres"
+}
+
+/// The shared cluster (started by the first test that needs it, stopped when the last
+/// service holding it is dropped) and a URL to a new database named after the test; `None`
+/// (with a message) when PostgreSQL is not installed.
+pub fn postgres_database(name: &str) -> Option<(Arc<Cluster>, String)> {
+    // The synchronous client cannot run inside the test's async runtime.
+    std::thread::scope(|s| s.spawn(|| create_database(name)).join().unwrap())
+}
+
+fn create_database(name: &str) -> Option<(Arc<Cluster>, String)> {
+    static SHARED: Mutex<Weak<Cluster>> = Mutex::new(Weak::new());
+    let cluster = {
+        let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+        match shared.upgrade() {
+            Some(c) => c,
+            None => {
+                if let Err(e) = volley_postgres::find_binaries() {
+                    eprintln!("SKIP PostgreSQL backend (running on SQLite): {e}");
+                    return None;
+                }
+                let c = Cluster::start(
+                    &ClusterOptions::default(),
+                    std::time::Duration::from_secs(60),
+                )
+                .expect("PostgreSQL cluster starts");
+                let c = Arc::new(c);
+                *shared = Arc::downgrade(&c);
+                c
+            }
+        }
+    };
+    let db: String = format!("demo_{name}")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let mut admin = cluster.connect().expect("connect to the cluster");
+    for sql in [
+        format!("DROP DATABASE IF EXISTS {db}"),
+        format!("CREATE DATABASE {db}"),
+    ] {
+        admin.batch_execute(&sql).expect("create the test database");
+    }
+    let base = cluster.url();
+    let url = format!("{}/{db}", &base[..base.rfind('/').unwrap()]);
+    Some((cluster, url))
 }
 
 impl Service {

@@ -1,4 +1,4 @@
-//! SQLite: schema, a small connection pool, and the row types.
+//! The SQLite backend (the default): schema, a small connection pool, the operations.
 //!
 //! WAL mode lets the readers run while the single writer commits. Listing is served by
 //! `(folder_id, name|size|created_at)` indexes (the rowid breaks ties), so a page of a
@@ -9,10 +9,12 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use rusqlite::{Connection, OptionalExtension, Row};
-use serde_json::{json, Value};
-
+use super::{
+    name_taken, now_ms, FileRow, FolderRow, Listed, Listing, Storage, UploadRow, UserRow,
+    FILE_COLS, FOLDER_COLS,
+};
 use crate::error::ApiError;
+use rusqlite::{Connection, OptionalExtension, Row};
 
 const READERS: usize = 4;
 
@@ -80,14 +82,14 @@ pub(crate) const SEARCH_COUNT_SQL: &str =
      WHERE files_name_fts MATCH ?1 AND f.user_id = ?2";
 
 /// One writer and a few readers; callers run on tokio's blocking pool.
-pub(crate) struct Db {
+pub(crate) struct SqliteDb {
     writer: Mutex<Connection>,
     readers: Vec<Mutex<Connection>>,
     next: AtomicUsize,
 }
 
-impl Db {
-    pub(crate) fn open(path: &Path) -> rusqlite::Result<Db> {
+impl SqliteDb {
+    pub(crate) fn open(path: &Path) -> rusqlite::Result<SqliteDb> {
         let writer = open_conn(path)?;
         writer.execute_batch(SCHEMA)?;
         let mut readers = Vec::new();
@@ -96,7 +98,7 @@ impl Db {
             c.execute_batch("PRAGMA query_only = ON;")?;
             readers.push(Mutex::new(c));
         }
-        Ok(Db {
+        Ok(SqliteDb {
             writer: Mutex::new(writer),
             readers,
             next: AtomicUsize::new(0),
@@ -126,35 +128,6 @@ fn open_conn(path: &Path) -> rusqlite::Result<Connection> {
     Ok(c)
 }
 
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct UserRow {
-    pub id: i64,
-    pub username: String,
-    pub email: Option<String>,
-    pub password_hash: String,
-    pub root: i64,
-    pub created_at: i64,
-}
-
-impl UserRow {
-    pub(crate) fn json(&self) -> Value {
-        json!({
-            "id": self.id,
-            "username": self.username,
-            "email": self.email,
-            "root_folder_id": self.root,
-            "created_at": self.created_at,
-        })
-    }
-}
-
 pub(crate) fn user_by_name(c: &Connection, name: &str) -> rusqlite::Result<Option<UserRow>> {
     c.prepare_cached(
         "SELECT id, username, email, password_hash, root_folder_id, created_at FROM users WHERE username = ?1",
@@ -172,17 +145,6 @@ pub(crate) fn user_by_name(c: &Connection, name: &str) -> rusqlite::Result<Optio
     .optional()
 }
 
-#[derive(Debug, Clone)]
-pub(crate) struct FolderRow {
-    pub id: i64,
-    pub user_id: i64,
-    pub parent_id: Option<i64>,
-    pub name: String,
-    pub created_at: i64,
-}
-
-pub(crate) const FOLDER_COLS: &str = "id, user_id, parent_id, name, created_at";
-
 impl FolderRow {
     pub(crate) fn from_row(r: &Row) -> rusqlite::Result<FolderRow> {
         Ok(FolderRow {
@@ -193,31 +155,7 @@ impl FolderRow {
             created_at: r.get(4)?,
         })
     }
-
-    pub(crate) fn json(&self) -> Value {
-        json!({
-            "id": self.id,
-            "name": self.name,
-            "parent_id": self.parent_id,
-            "created_at": self.created_at,
-        })
-    }
 }
-
-#[derive(Debug, Clone)]
-pub(crate) struct FileRow {
-    pub id: i64,
-    pub user_id: i64,
-    pub folder_id: i64,
-    pub name: String,
-    pub size: i64,
-    pub blob: String,
-    pub created_at: i64,
-    pub modified_at: i64,
-}
-
-pub(crate) const FILE_COLS: &str =
-    "id, user_id, folder_id, name, size, blob, created_at, modified_at";
 
 impl FileRow {
     pub(crate) fn from_row(r: &Row) -> rusqlite::Result<FileRow> {
@@ -230,17 +168,6 @@ impl FileRow {
             blob: r.get(5)?,
             created_at: r.get(6)?,
             modified_at: r.get(7)?,
-        })
-    }
-
-    pub(crate) fn json(&self) -> Value {
-        json!({
-            "id": self.id,
-            "name": self.name,
-            "size": self.size,
-            "folder_id": self.folder_id,
-            "created_at": self.created_at,
-            "modified_at": self.modified_at,
         })
     }
 }
@@ -331,20 +258,13 @@ pub(crate) fn put_file(
     let existing = child_file(&tx, folder, name)?;
     let (row, old) =
         match existing {
-            Some(_) if !overwrite => {
-                return Err(ApiError::conflict(format!(
-                    "a file named {name:?} already exists in this folder"
-                )))
-            }
-            Some(mut f) => {
+            Some(_) if !overwrite => return Err(name_taken(name)),
+            Some(f) => {
                 tx.prepare_cached(
                     "UPDATE files SET size = ?1, blob = ?2, modified_at = ?3 WHERE id = ?4",
                 )?
                 .execute(rusqlite::params![size as i64, blob, now, f.id])?;
-                let old = std::mem::replace(&mut f.blob, blob.to_owned());
-                f.size = size as i64;
-                f.modified_at = now;
-                (f, Some(old))
+                f.repointed(size as i64, blob, now)
             }
             None => {
                 tx.prepare_cached(
@@ -352,17 +272,11 @@ pub(crate) fn put_file(
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
             )?
             .execute(rusqlite::params![user, folder, name, size as i64, blob, now])?;
-                let row = FileRow {
-                    id: tx.last_insert_rowid(),
-                    user_id: user,
-                    folder_id: folder,
-                    name: name.to_owned(),
-                    size: size as i64,
-                    blob: blob.to_owned(),
-                    created_at: now,
-                    modified_at: now,
-                };
-                (row, None)
+                let id = tx.last_insert_rowid();
+                (
+                    FileRow::new_at(id, user, folder, name, size as i64, blob, now),
+                    None,
+                )
             }
         };
     tx.commit()?;
@@ -404,18 +318,230 @@ pub(crate) fn ancestors(c: &Connection, folder: i64) -> rusqlite::Result<Vec<i64
     rows.collect()
 }
 
-/// Turns user input into an FTS5 query: each word becomes a quoted prefix term, so
+/// Turns search terms into an FTS5 query: each word becomes a quoted prefix term, so
 /// operators and quotes in the input are plain text, never query syntax.
-pub(crate) fn fts_query(q: &str) -> Option<String> {
-    let terms: Vec<String> = q
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
+pub(crate) fn fts_query(terms: &[String]) -> String {
+    let quoted: Vec<String> = terms
+        .iter()
         .map(|w| format!("\"{}\"*", w.replace('"', "\"\"")))
         .collect();
-    if terms.is_empty() {
-        None
-    } else {
-        Some(terms.join(" "))
+    quoted.join(" ")
+}
+
+fn immediate(c: &mut Connection) -> rusqlite::Result<rusqlite::Transaction<'_>> {
+    c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+}
+
+impl Storage for SqliteDb {
+    fn ping(&self) -> bool {
+        self.reader()
+            .query_row("SELECT 1", [], |r| r.get::<_, i64>(0))
+            .is_ok()
+    }
+
+    fn user_by_name(&self, name: &str) -> Result<Option<UserRow>, ApiError> {
+        Ok(user_by_name(&self.reader(), name)?)
+    }
+
+    fn register(&self, name: &str, email: Option<&str>, hash: &str) -> Result<UserRow, ApiError> {
+        let mut c = self.writer();
+        let tx = immediate(&mut c)?;
+        if user_by_name(&tx, name)?.is_some() {
+            return Err(super::username_taken());
+        }
+        tx.execute(
+            "INSERT INTO users (username, email, password_hash, created_at) VALUES (?1, ?2, ?3, ?4)",
+            rusqlite::params![name, email, hash, now_ms()],
+        )?;
+        let id = tx.last_insert_rowid();
+        let root = create_folder(&tx, id, None, &format!("root-{id}"))?;
+        tx.execute(
+            "UPDATE users SET root_folder_id = ?1 WHERE id = ?2",
+            [root.id, id],
+        )?;
+        let user = user_by_name(&tx, name)?.ok_or_else(|| ApiError::internal("user vanished"))?;
+        tx.commit()?;
+        Ok(user)
+    }
+
+    fn folder_of(&self, user: i64, id: i64) -> Result<FolderRow, ApiError> {
+        folder_of(&self.reader(), user, id)
+    }
+
+    fn file_of(&self, user: i64, id: i64) -> Result<FileRow, ApiError> {
+        file_of(&self.reader(), user, id)
+    }
+
+    fn child_folder(&self, parent: i64, name: &str) -> Result<Option<FolderRow>, ApiError> {
+        Ok(child_folder(&self.reader(), parent, name)?)
+    }
+
+    fn child_file(&self, folder: i64, name: &str) -> Result<Option<FileRow>, ApiError> {
+        Ok(child_file(&self.reader(), folder, name)?)
+    }
+
+    fn create_folder(&self, user: i64, parent: i64, name: &str) -> Result<FolderRow, ApiError> {
+        let c = self.writer();
+        folder_of(&c, user, parent)?;
+        create_folder(&c, user, Some(parent), name)
+    }
+
+    fn delete_file(&self, user: i64, id: i64) -> Result<FileRow, ApiError> {
+        let c = self.writer();
+        let f = file_of(&c, user, id)?;
+        c.prepare_cached("DELETE FROM files WHERE id = ?1")?
+            .execute([id])?;
+        Ok(f)
+    }
+
+    fn delete_folder(&self, user: i64, id: i64) -> Result<Vec<String>, ApiError> {
+        let mut c = self.writer();
+        folder_of(&c, user, id)?;
+        delete_folder_tree(&mut c, id)
+    }
+
+    fn list(&self, user: i64, folder: i64, pg: Listing) -> Result<Listed, ApiError> {
+        let c = self.reader();
+        let folder = folder_of(&c, user, folder)?;
+        let folders = subfolders(&c, folder.id)?;
+        let dir = if pg.desc { "DESC" } else { "ASC" };
+        let mut st = c.prepare_cached(&format!(
+            "SELECT {FILE_COLS} FROM files WHERE folder_id = ?1 ORDER BY {} {dir}, id {dir} LIMIT ?2 OFFSET ?3",
+            pg.sort
+        ))?;
+        let files = st
+            .query_map(
+                rusqlite::params![folder.id, pg.limit, pg.offset],
+                FileRow::from_row,
+            )?
+            .collect::<rusqlite::Result<_>>()?;
+        let total: i64 = c
+            .prepare_cached("SELECT COUNT(*) FROM files WHERE folder_id = ?1")?
+            .query_row([folder.id], |r| r.get(0))?;
+        Ok((folder, folders, files, total))
+    }
+
+    fn children(&self, folder: i64) -> Result<(Vec<FolderRow>, Vec<FileRow>), ApiError> {
+        let c = self.reader();
+        let folders = subfolders(&c, folder)?;
+        let mut st = c.prepare_cached(&format!(
+            "SELECT {FILE_COLS} FROM files WHERE folder_id = ?1 ORDER BY name"
+        ))?;
+        let files = st
+            .query_map([folder], FileRow::from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok((folders, files))
+    }
+
+    fn put_file(
+        &self,
+        user: i64,
+        folder: i64,
+        name: &str,
+        size: u64,
+        blob: &str,
+        overwrite: bool,
+    ) -> Result<(FileRow, Option<String>), ApiError> {
+        let mut c = self.writer();
+        folder_of(&c, user, folder)?;
+        put_file(&mut c, user, folder, name, size, blob, overwrite)
+    }
+
+    fn search(
+        &self,
+        user: i64,
+        terms: &[String],
+        limit: i64,
+        offset: i64,
+    ) -> Result<(Vec<FileRow>, i64), ApiError> {
+        let fts = fts_query(terms);
+        let c = self.reader();
+        let files = c
+            .prepare_cached(SEARCH_SQL)?
+            .query_map(
+                rusqlite::params![fts, user, limit, offset],
+                FileRow::from_row,
+            )?
+            .collect::<rusqlite::Result<_>>()?;
+        let total: i64 = c
+            .prepare_cached(SEARCH_COUNT_SQL)?
+            .query_row(rusqlite::params![fts, user], |r| r.get(0))?;
+        Ok((files, total))
+    }
+
+    fn move_batch(
+        &self,
+        user: i64,
+        root: i64,
+        target: i64,
+        files: &[i64],
+        folders: &[i64],
+    ) -> Result<(), ApiError> {
+        let mut c = self.writer();
+        let tx = immediate(&mut c)?;
+        folder_of(&tx, user, target)?;
+        let above = ancestors(&tx, target)?;
+        for id in folders {
+            folder_of(&tx, user, *id)?;
+            if *id == root || above.contains(id) {
+                return Err(super::invalid_move());
+            }
+            tx.prepare_cached("UPDATE folders SET parent_id = ?1 WHERE id = ?2")?
+                .execute([target, *id])?;
+        }
+        for id in files {
+            file_of(&tx, user, *id)?;
+            tx.prepare_cached("UPDATE files SET folder_id = ?1 WHERE id = ?2")?
+                .execute([target, *id])?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn upload(&self, id: &str) -> Result<Option<UploadRow>, ApiError> {
+        let c = self.reader();
+        let row = c
+            .prepare_cached(
+                "SELECT id, user_id, folder_id, name, size, chunk_size FROM uploads WHERE id = ?1",
+            )?
+            .query_row([id], |r| {
+                Ok(UploadRow {
+                    id: r.get(0)?,
+                    user_id: r.get(1)?,
+                    folder_id: r.get(2)?,
+                    name: r.get(3)?,
+                    size: r.get::<_, i64>(4)? as u64,
+                    chunk_size: r.get::<_, i64>(5)? as u64,
+                })
+            })
+            .optional()?;
+        Ok(row)
+    }
+
+    fn add_upload(&self, u: &UploadRow) -> Result<(), ApiError> {
+        let c = self.writer();
+        folder_of(&c, u.user_id, u.folder_id)?;
+        c.execute(
+            "INSERT INTO uploads (id, user_id, folder_id, name, size, chunk_size, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            rusqlite::params![u.id, u.user_id, u.folder_id, u.name, u.size as i64, u.chunk_size as i64, now_ms()],
+        )?;
+        Ok(())
+    }
+
+    fn sweep_uploads(&self, before: i64) -> Result<Vec<String>, ApiError> {
+        let c = self.writer();
+        let ids: Vec<String> = c
+            .prepare("SELECT id FROM uploads WHERE created_at < ?1")?
+            .query_map([before], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        c.execute("DELETE FROM uploads WHERE created_at < ?1", [before])?;
+        Ok(ids)
+    }
+
+    fn delete_upload(&self, id: &str) -> Result<(), ApiError> {
+        self.writer()
+            .execute("DELETE FROM uploads WHERE id = ?1", [id])?;
+        Ok(())
     }
 }
 
@@ -423,12 +549,12 @@ pub(crate) fn fts_query(q: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn temp_db(name: &str) -> (Db, std::path::PathBuf) {
+    fn temp_db(name: &str) -> (SqliteDb, std::path::PathBuf) {
         let dir =
             std::env::temp_dir().join(format!("volley-demo-db-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        (Db::open(&dir.join("demo.db")).unwrap(), dir)
+        (SqliteDb::open(&dir.join("demo.db")).unwrap(), dir)
     }
 
     #[test]
@@ -516,11 +642,9 @@ mod tests {
 
     #[test]
     fn fts_query_quotes_user_input() {
-        assert_eq!(fts_query("report").as_deref(), Some("\"report\"*"));
-        assert_eq!(
-            fts_query("a\" OR b").as_deref(),
-            Some("\"a\"* \"OR\"* \"b\"*")
-        );
-        assert_eq!(fts_query("  -- "), None);
+        let q = |s: &str| fts_query(&super::super::search_terms(s));
+        assert_eq!(q("report"), "\"report\"*");
+        assert_eq!(q("a\" OR b"), "\"a\"* \"OR\"* \"b\"*");
+        assert!(super::super::search_terms("  -- ").is_empty());
     }
 }
