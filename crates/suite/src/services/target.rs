@@ -9,7 +9,7 @@ use super::{process, start_one, Inner, Running, Services};
 use crate::check::{ServiceDef, Suite};
 use crate::file::interp::Ctx;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use volley_engine::RunControl;
 
 /// Where a lent service is while the step runs.
@@ -61,19 +61,52 @@ impl volley_faults::ProcessTarget for ServiceTarget {
             old.stop()
                 .map_err(|e| format!("restart of '{}': {e}", self.def.name))?;
         }
-        let started = start_one(
-            &self.suite,
-            &self.def,
-            &self.ctx,
-            &self.logs,
-            &RunControl::new(),
-        )?;
+        let (suite, def, ctx, logs) = (
+            self.suite.clone(),
+            self.def.clone(),
+            self.ctx.clone(),
+            self.logs.clone(),
+        );
+        let started = on_spawner(move || start_one(&suite, &def, &ctx, &logs, &RunControl::new()))?;
         *g = Some(started);
         Ok(())
     }
     fn can_restart(&self) -> bool {
         matches!(self.def.kind, crate::check::Kind::Command { .. })
     }
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Runs `f` on one thread that lives as long as Volley. Services get PR_SET_PDEATHSIG, which
+/// fires when the *thread* that forked them ends: started from the injector's thread, a
+/// restarted service would be SIGKILLed as soon as the step is over.
+fn on_spawner<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
+    let tx = SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let _ = std::thread::Builder::new()
+            .name("volley-suite-spawner".into())
+            .spawn(move || {
+                while let Ok(job) = rx.recv() {
+                    job();
+                }
+            });
+        Mutex::new(tx)
+    });
+    let (back, answer) = mpsc::channel();
+    let job: Job = Box::new(move || {
+        let _ = back.send(f());
+    });
+    tx.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .send(job)
+        .map_err(|_| "the service spawner thread is gone".to_string())?;
+    answer
+        .recv()
+        .map_err(|_| "the service spawner thread is gone".to_string())?
 }
 
 impl Services {
