@@ -75,7 +75,10 @@ thresholds = { ops = "max<10" }
     assert!(md.contains("| echo (bench) | - | - | - | - |"), "{md}");
     let r = json(&res.join("echo.json"));
     assert_eq!(r["meta"]["mode"], "bench", "{r}");
-    assert!(r.to_string().contains("\"ops\""), "the parsed key=value metric: {r}");
+    assert!(
+        r.to_string().contains("\"ops\""),
+        "the parsed key=value metric: {r}"
+    );
 }
 
 #[test]
@@ -92,7 +95,10 @@ fn a_failing_bench_command_gives_the_failed_run_code() {
     assert_eq!(j["steps"][0]["name"], "bench-1");
     assert_eq!(j["steps"][0]["exit_code"], 7);
     assert!(
-        j["steps"][0]["error"].as_str().unwrap().contains("2 run(s)"),
+        j["steps"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("2 run(s)"),
         "{j}"
     );
 }
@@ -181,11 +187,22 @@ command = ["${volley}", "http", "${services.api.url}/", "-n", "3", "--quiet"]
     )
     .unwrap();
     let o = suite_run(&dir, Duration::from_secs(60));
-    assert!(dir.join("results").is_dir(), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(
+        dir.join("results").is_dir(),
+        "{}\n{}",
+        stdout(&o),
+        stderr(&o)
+    );
     let res = results_dir(&dir);
     let j = json(&res.join("suite.json"));
     // Failed requests in the window are not a threshold failure: the step passes.
-    assert_eq!(o.status.code(), Some(0), "{}\n{}\n{j}", stdout(&o), stderr(&o));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}\n{}\n{j}",
+        stdout(&o),
+        stderr(&o)
+    );
     let r = json(&res.join("load.json"));
     let ev = &r["events"][0];
     assert_eq!(ev["kind"], "kill", "{r}");
@@ -200,7 +217,10 @@ command = ["${volley}", "http", "${services.api.url}/", "-n", "3", "--quiet"]
     // The next step found it serving; teardown stopped the restarted one.
     assert_eq!(j["steps"][1]["exit_code"], 0, "{j}");
     let log = std::fs::read_to_string(res.join("logs/api.log")).unwrap();
-    assert!(log.matches("listening").count() >= 2, "started twice: {log}");
+    assert!(
+        log.matches("listening").count() >= 2,
+        "started twice: {log}"
+    );
     let url = j["services"][0]["url"].as_str().unwrap().to_string();
     let addr = url.trim_start_matches("http://");
     assert!(

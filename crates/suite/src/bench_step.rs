@@ -12,18 +12,19 @@ use volley_bench::{BenchSpec, CommandSpec, Param, Runs};
 
 fn spec(step: &StepDef, b: &BenchDef, env: &Env) -> Result<BenchSpec, String> {
     let x = |s: &str| env.ctx.expand(s).map_err(|e| format!("{}: {e}", step.at));
-    let command = match expand_command(&b.command, env.ctx).map_err(|e| format!("{}: {e}", step.at))? {
-        CommandLine::Shell(text) => CommandSpec {
-            text,
-            argv: None,
-            name: Some(step.name.clone()),
-        },
-        CommandLine::Argv(v) => CommandSpec {
-            text: v.join(" "),
-            argv: Some(v),
-            name: Some(step.name.clone()),
-        },
-    };
+    let command =
+        match expand_command(&b.command, env.ctx).map_err(|e| format!("{}: {e}", step.at))? {
+            CommandLine::Shell(text) => CommandSpec {
+                text,
+                argv: None,
+                name: Some(step.name.clone()),
+            },
+            CommandLine::Argv(v) => CommandSpec {
+                text: v.join(" "),
+                argv: Some(v),
+                name: Some(step.name.clone()),
+            },
+        };
     let mut s = BenchSpec::new(vec![command]);
     s.params = b
         .params
@@ -45,7 +46,11 @@ fn spec(step: &StepDef, b: &BenchDef, env: &Env) -> Result<BenchSpec, String> {
     s.shell = b.shell.clone();
     s.timeout = b.timeout;
     s.parse = b.parse;
-    s.thresholds = b.thresholds.iter().map(|(k, e)| format!("{k}:{e}")).collect();
+    s.thresholds = b
+        .thresholds
+        .iter()
+        .map(|(k, e)| format!("{k}:{e}"))
+        .collect();
     s.quiet = true;
     s.command_line = vec!["volley".into(), "suite".into(), step.name.clone()];
     Ok(s)
@@ -81,9 +86,7 @@ pub fn run(step: &StepDef, b: &BenchDef, env: &Env) -> StepResult {
         r.error = if done.failed_runs > 0 {
             Some(format!(
                 "{} run(s) of `{}` failed (see {}.json)",
-                done.failed_runs,
-                spec.commands[0].text,
-                step.name
+                done.failed_runs, spec.commands[0].text, step.name
             ))
         } else {
             done.thresholds_failed.clone()

@@ -33,7 +33,9 @@ pub fn arm(f: &StepFaults, env: &Env, services: &mut Services) -> Result<StepArm
             },
             None => up.clone(),
         };
-        specs.push(ProxySpec::parse(&format!("{name}=127.0.0.1:0->{upstream}"))?);
+        specs.push(ProxySpec::parse(&format!(
+            "{name}=127.0.0.1:0->{upstream}"
+        ))?);
     }
     let mut targets: BTreeMap<String, Box<dyn ProcessTarget>> = BTreeMap::new();
     for fault in &schedule.faults {
@@ -48,7 +50,10 @@ pub fn arm(f: &StepFaults, env: &Env, services: &mut Services) -> Result<StepArm
             let logs = env.dir.join("logs");
             let Some((slot, t)) = services.lend(n, env.suite, env.ctx, logs) else {
                 out.restore(services, env);
-                return Err(format!("fault '{}': service '{n}' is not running", fault.text));
+                return Err(format!(
+                    "fault '{}': service '{n}' is not running",
+                    fault.text
+                ));
             };
             out.lent.push(slot);
             targets.insert(n.clone(), Box::new(t));

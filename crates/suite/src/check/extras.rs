@@ -35,16 +35,19 @@ pub(super) fn bench(
     if b.runs == Some(0) || b.runs.is_some_and(|n| n > volley_bench::MAX_RUNS) {
         c.err(
             at,
-            format!(
-                "{where_}.bench.runs: give 1 to {}",
-                volley_bench::MAX_RUNS
-            ),
+            format!("{where_}.bench.runs: give 1 to {}", volley_bench::MAX_RUNS),
             "runs = 5, or min_time = \"3s\" to run until that much time has passed",
         );
     }
     let parse = b.parse.as_ref().and_then(|p| {
         volley_bench::parse::Format::parse(p.get_ref())
-            .map_err(|e| c.err(p.span().start, format!("{where_}.bench.parse: {e}"), "\"kv\" or \"json\""))
+            .map_err(|e| {
+                c.err(
+                    p.span().start,
+                    format!("{where_}.bench.parse: {e}"),
+                    "\"kv\" or \"json\"",
+                )
+            })
             .ok()
     });
     let mut params = Vec::new();
@@ -55,7 +58,11 @@ pub(super) fn bench(
             .flat_map(|s| s.split(',').map(|x| x.trim().to_string()))
             .collect();
         if let Err(e) = volley_bench::Param::parse(&format!("{k}={}", values.join(","))) {
-            c.err(at, format!("{where_}.bench.params: {e}"), format!("see {DOCS}, \"Bench steps\""));
+            c.err(
+                at,
+                format!("{where_}.bench.params: {e}"),
+                format!("see {DOCS}, \"Bench steps\""),
+            );
         }
         params.push((k.clone(), values));
     }
@@ -82,9 +89,13 @@ pub(super) fn faults(c: &mut Checker, ctx: &Ctx, where_: &str, r: &RawStep) -> S
         let u = up.get_ref();
         let ok = match u.strip_prefix("services.") {
             Some(s) => ctx.services.contains_key(s),
-            None => u.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()),
+            None => u
+                .rsplit_once(':')
+                .is_some_and(|(_, p)| p.parse::<u16>().is_ok()),
         };
-        if !ok || volley_faults::ProxySpec::parse(&format!("{name}=127.0.0.1:0->127.0.0.1:1")).is_err() {
+        if !ok
+            || volley_faults::ProxySpec::parse(&format!("{name}=127.0.0.1:0->127.0.0.1:1")).is_err()
+        {
             c.err(
                 up.span().start,
                 format!("{where_}.proxies.{name} = \"{u}\": not a service or HOST:PORT"),
@@ -103,7 +114,11 @@ pub(super) fn faults(c: &mut Checker, ctx: &Ctx, where_: &str, r: &RawStep) -> S
         let schedule = match Schedule::parse(std::slice::from_ref(text)) {
             Ok(s) => s,
             Err(e) => {
-                c.err(at, format!("{where_}.faults: {e}"), "see docs/faults.md, \"Grammar\"");
+                c.err(
+                    at,
+                    format!("{where_}.faults: {e}"),
+                    "see docs/faults.md, \"Grammar\"",
+                );
                 continue;
             }
         };

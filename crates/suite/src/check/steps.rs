@@ -2,7 +2,9 @@
 //! the keys its kind takes; a profile's `extends` chain is applied (env and threshold metrics
 //! merged, the rest replaced); every `${...}` and threshold expression is checked.
 
-use super::{command_strings, extras, Checker, Http, Load, StepDef, StepFaults, StepKind, COMMAND_TIMEOUT};
+use super::{
+    command_strings, extras, Checker, Http, Load, StepDef, StepFaults, StepKind, COMMAND_TIMEOUT,
+};
 use crate::file::interp::Ctx;
 use crate::file::{CommandLine, OneOrMany, RawProfile, RawStage, RawStep, DOCS};
 use std::collections::BTreeMap;
@@ -219,7 +221,11 @@ pub(super) fn steps(
         if set[0] == "bench" {
             let flags: Vec<String> = ths.iter().map(|(k, e)| format!("{k}:{e}")).collect();
             if let Err(e) = volley_bench::limits::parse_flags(&flags) {
-                c.err(at, format!("{where_}: {e}"), "e.g. thresholds = { wall = \"p(95)<200ms\", peak_rss = \"max<3MiB\" }");
+                c.err(
+                    at,
+                    format!("{where_}: {e}"),
+                    "e.g. thresholds = { wall = \"p(95)<200ms\", peak_rss = \"max<3MiB\" }",
+                );
             }
         }
         let step_faults = if r.faults.is_empty() && r.proxies.is_empty() {
@@ -227,7 +233,11 @@ pub(super) fn steps(
         } else if set[0] == "run" {
             extras::faults(c, ctx, &where_, r)
         } else {
-            c.err(at, format!("{where_}: faults and proxies are for run steps"), format!("see {DOCS}, \"Faults\""));
+            c.err(
+                at,
+                format!("{where_}: faults and proxies are for run steps"),
+                format!("see {DOCS}, \"Faults\""),
+            );
             StepFaults::default()
         };
         let kind = match set[0] {
