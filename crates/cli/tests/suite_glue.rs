@@ -5,27 +5,16 @@
 
 mod common;
 
-use common::{scratch, stderr, stdout, volley};
+use common::{output_within, per_second, scratch, stderr, stdout, volley};
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
 fn suite_run(dir: &Path, limit: Duration) -> Output {
-    let mut child = volley()
-        .args(["suite", "run", dir.to_str().unwrap(), "-p", "smoke"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("volley suite run took more than {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
+    output_within(
+        volley().args(["suite", "run", dir.to_str().unwrap(), "-p", "smoke"]),
+        limit,
+    )
 }
 
 /// DIR/results/SUITE/smoke/TIMESTAMP.
@@ -130,25 +119,6 @@ fn bad_bench_and_fault_keys_are_located_with_a_hint() {
         assert_eq!(o.status.code(), Some(104), "{text}: {e}");
         assert!(e.contains(says) && e.contains("hint"), "{text}: {e}");
     }
-}
-
-/// Requests each second: (total, failed), from the saved result's per-second points.
-fn per_second(r: &serde_json::Value) -> Vec<(u64, u64)> {
-    r["series"]["points"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            let failed = p["values"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|v| v["name"] == "http_req_failed");
-            failed.map_or((0, 0), |f| {
-                (f["total"].as_u64().unwrap(), f["trues"].as_u64().unwrap())
-            })
-        })
-        .collect()
 }
 
 const LOOP: &str = r#"
