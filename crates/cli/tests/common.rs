@@ -146,3 +146,41 @@ pub fn counter(saved: &serde_json::Value, name: &str) -> f64 {
         .map(|m| m["sum"].as_f64().unwrap_or(0.0))
         .sum()
 }
+
+/// (requests, failed requests) in each second of a saved result, from its per-second points.
+pub fn per_second(r: &serde_json::Value) -> Vec<(u64, u64)> {
+    r["series"]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let failed = p["values"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|v| v["name"] == "http_req_failed");
+            failed.map_or((0, 0), |f| {
+                (f["total"].as_u64().unwrap(), f["trues"].as_u64().unwrap())
+            })
+        })
+        .collect()
+}
+
+/// Runs `cmd` (stdout and stderr piped) to its end; panics if that takes more than `limit`.
+pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("{cmd:?} took more than {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}

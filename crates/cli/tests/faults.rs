@@ -163,25 +163,6 @@ export default function () { http.get(`http://${__ENV.VOLLEY_PROXY_API}/get`); }
     assert_eq!(r["events"][0]["affected"], 1, "{}", r["events"]);
 }
 
-/// Per second of the saved run: (requests, failed requests).
-fn per_second(r: &serde_json::Value) -> Vec<(u64, u64)> {
-    r["series"]["points"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            let failed = p["values"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|v| v["name"] == "http_req_failed");
-            failed.map_or((0, 0), |f| {
-                (f["total"].as_u64().unwrap(), f["trues"].as_u64().unwrap())
-            })
-        })
-        .collect()
-}
-
 #[test]
 fn a_service_killed_and_restarted_mid_load_fails_in_the_window_and_recovers() {
     let port = closed_port();

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{scratch, stderr, stdout, volley};
+use common::{output_within, scratch, stderr, stdout, volley};
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
@@ -17,21 +17,10 @@ fn write_suite(dir: &Path, text: &str) -> PathBuf {
 
 /// `volley suite run DIR -p PROFILE --results DIR/results`, bounded by `limit`.
 fn suite_run(dir: &Path, profile: &str, limit: Duration) -> Output {
-    let mut child = volley()
-        .args(["suite", "run", dir.to_str().unwrap(), "-p", profile])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("volley suite run took more than {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
+    output_within(
+        volley().args(["suite", "run", dir.to_str().unwrap(), "-p", profile]),
+        limit,
+    )
 }
 
 /// A profile whose step leaves a mark: a test asserts it never ran.

@@ -111,6 +111,22 @@ impl Armed {
                 }
             }
         }
+        let mut procs: BTreeMap<String, Box<dyn ProcessTarget>> = BTreeMap::new();
+        for (n, c) in named {
+            let t = CommandTarget::start(&n, &c).map_err(ArmError::Failure)?;
+            procs.insert(n, Box::new(t));
+        }
+        Armed::arm_targets(schedule, specs, procs, ledger)
+    }
+
+    /// [`Armed::arm`] with the schedule parsed and the process targets already made (a
+    /// suite's services): starts the proxies and checks the schedule against both.
+    pub fn arm_targets(
+        schedule: Schedule,
+        specs: Vec<ProxySpec>,
+        procs: BTreeMap<String, Box<dyn ProcessTarget>>,
+        ledger: Option<Arc<Ledger>>,
+    ) -> Result<Armed, ArmError> {
         let mut armed = Armed::default();
         let mut by_name = BTreeMap::new();
         for s in specs {
@@ -126,11 +142,6 @@ impl Armed {
             let h = Arc::new(h);
             by_name.insert(s.name.clone(), h.clone());
             armed.proxies.push((s.name, h));
-        }
-        let mut procs: BTreeMap<String, Box<dyn ProcessTarget>> = BTreeMap::new();
-        for (n, c) in named {
-            let t = CommandTarget::start(&n, &c).map_err(ArmError::Failure)?;
-            procs.insert(n, Box::new(t));
         }
         if !schedule.faults.is_empty() || !procs.is_empty() {
             let inj = Injector::new(schedule, by_name, procs).map_err(ArmError::Usage)?;

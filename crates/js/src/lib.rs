@@ -92,7 +92,7 @@ impl RunError {
     }
 
     /// The error for a run layer's ending without a result.
-    fn from_outcome(o: Outcome) -> RunError {
+    pub fn from_outcome(o: Outcome) -> RunError {
         match o {
             Outcome::ScriptError(s) => RunError::Script(s),
             Outcome::ConfigError(s) => RunError::Config(s),

@@ -27,7 +27,9 @@
 //! - [`check`]: validation into the runnable [`check::Suite`] (`volley suite check`).
 //! - [`services`]: ports, starting services in process groups, readiness probes,
 //!   `kind = "postgres"`, teardown and the survivors check.
-//! - [`steps`]: one step run and judged (run, http, command, sql).
+//! - [`steps`]: one step run and judged (run, http, command, sql, bench).
+//! - `bench_step`: a `bench` step through volley-bench; `fault_step`: a run step's
+//!   `faults`/`proxies` through volley-faults (services lent as fault targets).
 //! - [`results`]: the results directory, `suite.json`, `suite.md`, baseline verdicts.
 //! - [`runner`]: `volley suite run|check|services` end to end, the exit code.
 
@@ -36,10 +38,12 @@ macro_rules! outln {
     ($($t:tt)*) => { $crate::print(&format!("{}\n", format_args!($($t)*))) };
 }
 
+mod bench_step;
 pub mod check;
 pub mod demo;
 mod demo_capacity;
 mod examples;
+mod fault_step;
 pub mod file;
 pub mod results;
 pub mod runner;

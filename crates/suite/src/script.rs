@@ -47,6 +47,37 @@ pub fn run_with(
     })
 }
 
+/// [`run_with`] with a step's faults armed: the injector watches the run's clock (the same
+/// path as `volley run --fault`), and the events land in the result.
+pub fn run_armed(
+    script: &Path,
+    env: &[(String, String)],
+    cli: &CliOptions,
+    command: Vec<String>,
+    ctl: &RunControl,
+    armed: &mut volley_faults::Armed,
+) -> Result<RunOutput, (i32, String)> {
+    let fail = |e: volley_js::RunError| {
+        let msg = e.to_string();
+        (e.outcome().exit_code(), msg)
+    };
+    let env = volley_js::environment(env, false);
+    let mut p = volley_js::prepare(script, env, cli, 0, command, ctl).map_err(fail)?;
+    armed.attach(&mut p.spec);
+    let mut f = volley_run::execute(p.spec, ctl)
+        .map_err(volley_js::RunError::from_outcome)
+        .map_err(fail)?;
+    armed.finish(&mut f.result);
+    Ok(RunOutput {
+        result: f.result,
+        outcome: f.outcome,
+        teardown_error: f.teardown_error,
+        aborted: f.aborted,
+        threshold_abort: f.threshold_abort,
+        script: p.script,
+    })
+}
+
 /// The command line that repeats a run, `volley run SCRIPT -e K=V...`, recorded in its result
 /// file.
 pub fn command_line(script: &Path, env: &[(String, String)]) -> Vec<String> {

@@ -43,7 +43,7 @@ pub struct Env<'a> {
 }
 
 impl StepResult {
-    fn new(step: &StepDef) -> StepResult {
+    pub(crate) fn new(step: &StepDef) -> StepResult {
         StepResult {
             name: step.name.clone(),
             kind: step.kind.word(),
@@ -56,7 +56,7 @@ impl StepResult {
         }
     }
 
-    fn fail(mut self, code: i32, e: String) -> StepResult {
+    pub(crate) fn fail(mut self, code: i32, e: String) -> StepResult {
         self.code = code;
         self.error = Some(e);
         self
@@ -77,6 +77,7 @@ pub fn run(step: &StepDef, env: &Env, services: &mut Services) -> StepResult {
                 timeout,
             } => run_command(step, command, cwd.as_deref(), *timeout, &vars, env),
             StepKind::Sql { file, service } => run_sql(step, file, service, env, services),
+            StepKind::Bench(b) => crate::bench_step::run(step, b, env),
         },
     };
     r.took = start.elapsed();
@@ -108,7 +109,7 @@ fn monitor(services: &mut Services) -> MonitorPlan {
 }
 
 /// The after-run chain of every command, into the results directory.
-fn after(step: &StepDef, env: &Env, r: &mut StepResult) -> volley_run::after::AfterRun {
+pub(crate) fn after(step: &StepDef, env: &Env, r: &mut StepResult) -> volley_run::after::AfterRun {
     let o = &env.suite.outputs;
     let file = |ext: &str, on: bool| on.then(|| env.dir.join(format!("{}.{ext}", step.name)));
     let a = volley_run::after::AfterRun {
@@ -133,7 +134,7 @@ fn rel(dir: &Path, p: &Path) -> String {
 }
 
 /// A stable test name across runs, so the history finds this step's baseline.
-fn test_name(env: &Env, step: &StepDef) -> String {
+pub(crate) fn test_name(env: &Env, step: &StepDef) -> String {
     format!("suite:{}/{}/{}", env.suite.name, env.ctx.profile, step.name)
 }
 
@@ -148,6 +149,11 @@ fn run_script(
     let script = match expand(step, env, &l.script) {
         Ok(s) => env.suite.dir.join(s),
         Err(e) => return r.fail(code::FAILURE, e),
+    };
+    // Before the monitors are chosen: a lent service may be restarted under a new pid.
+    let mut arm = match crate::fault_step::arm(&l.faults, env, services) {
+        Ok(a) => a,
+        Err(e) => return r.fail(code::FAILURE, format!("{}: {e}", step.at)),
     };
     let mut flags = serde_json::Map::new();
     if let Some(st) = &l.stages {
@@ -175,9 +181,17 @@ fn run_script(
         flag_options: flags,
         ..Default::default()
     };
-    let pairs: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let mut pairs: Vec<(String, String)> =
+        vars.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    pairs.extend(arm.env());
     let command = crate::script::command_line(&script, &pairs);
-    let out = match crate::script::run_with(&script, &pairs, &cli, command, &env.ctl.child()) {
+    let ctl = env.ctl.child();
+    let out = match &mut arm.armed {
+        Some(a) => crate::script::run_armed(&script, &pairs, &cli, command, &ctl, a),
+        None => crate::script::run_with(&script, &pairs, &cli, command, &ctl),
+    };
+    arm.restore(services, env);
+    let out = match out {
         Ok(o) => o,
         Err((c, e)) => return r.fail(c, e),
     };

@@ -107,6 +107,14 @@ fn schema_docs_and_parser_agree_on_every_key() {
         "step: schema vs parser"
     );
     assert_eq!(step, documented("Steps"), "step: schema vs docs/suite.md");
+    // `bench = { ... }` keys.
+    let bench = props(&d["bench"]);
+    assert_eq!(
+        bench,
+        accepted("[[seed]]\nbench = { zzz = 1 }\n"),
+        "bench: schema vs parser"
+    );
+    assert_eq!(bench, documented("Bench steps"), "bench: schema vs docs");
     // `ready.*` keys.
     let ready = props(&d["service"]["properties"]["ready"]);
     assert_eq!(ready, accepted("[services.a.ready]\nzzz = 1\n"));

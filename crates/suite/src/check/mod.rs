@@ -7,6 +7,7 @@
 //! Layout: this file (the checked model, services, start order); `steps` (steps and
 //! profiles: `extends`, thresholds, load options).
 
+mod extras;
 mod steps;
 
 use crate::file::interp::{Ctx, Exposed};
@@ -106,6 +107,7 @@ pub enum StepKind {
         file: String,
         service: String,
     },
+    Bench(BenchDef),
 }
 
 impl StepKind {
@@ -115,6 +117,7 @@ impl StepKind {
             StepKind::Http(_) => "http",
             StepKind::Command { .. } => "command",
             StepKind::Sql { .. } => "sql",
+            StepKind::Bench(_) => "bench",
         }
     }
 }
@@ -129,6 +132,31 @@ pub struct Load {
     /// (duration, target) as k6's `stages`.
     pub stages: Option<Vec<(Duration, u64)>>,
     /// (metric key, expression), the profile's then the step's.
+    pub thresholds: Vec<(String, String)>,
+    pub faults: StepFaults,
+}
+
+/// A run step's faults (volley-faults' grammar) and fault proxies (name, upstream as
+/// written: `services.X` or `HOST:PORT`).
+#[derive(Clone, Debug, Default)]
+pub struct StepFaults {
+    pub faults: Vec<String>,
+    pub proxies: Vec<(String, String)>,
+}
+
+/// A `bench` step: `volley bench`'s options.
+#[derive(Clone, Debug)]
+pub struct BenchDef {
+    pub command: CommandLine,
+    pub runs: Option<u32>,
+    pub min_time: Option<Duration>,
+    pub warmup: u32,
+    pub params: Vec<(String, Vec<String>)>,
+    pub parse: Option<volley_bench::parse::Format>,
+    pub prepare: Option<String>,
+    pub cleanup: Option<String>,
+    pub shell: Option<String>,
+    pub timeout: Option<Duration>,
     pub thresholds: Vec<(String, String)>,
 }
 

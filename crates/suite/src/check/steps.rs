@@ -2,7 +2,9 @@
 //! the keys its kind takes; a profile's `extends` chain is applied (env and threshold metrics
 //! merged, the rest replaced); every `${...}` and threshold expression is checked.
 
-use super::{command_strings, Checker, Http, Load, StepDef, StepKind, COMMAND_TIMEOUT};
+use super::{
+    command_strings, extras, Checker, Http, Load, StepDef, StepFaults, StepKind, COMMAND_TIMEOUT,
+};
 use crate::file::interp::Ctx;
 use crate::file::{CommandLine, OneOrMany, RawProfile, RawStage, RawStep, DOCS};
 use std::collections::BTreeMap;
@@ -111,6 +113,7 @@ pub(super) fn steps(
             ("http", r.http.is_some()),
             ("command", r.command.is_some()),
             ("sql", r.sql.is_some()),
+            ("bench", r.bench.is_some()),
         ]
         .iter()
         .filter(|(_, on)| *on)
@@ -121,7 +124,7 @@ pub(super) fn steps(
             c.err(
                 at,
                 format!(
-                    "{where_}: give exactly one of run, http, command, sql (found {})",
+                    "{where_}: give exactly one of run, http, command, sql, bench (found {})",
                     if set.is_empty() {
                         "none".into()
                     } else {
@@ -193,7 +196,7 @@ pub(super) fn steps(
             Vec::new()
         };
         ths.extend(thresholds(&r.thresholds));
-        for (k, e) in &ths {
+        for (k, e) in ths.iter().filter(|_| set[0] != "bench") {
             // Drift and monitor checks (slope, drift(p95)) have their own grammar, judged
             // by the run layer; the rest is k6's.
             let special = volley_run::checks::is_check_flag(&format!("{k}:{e}"));
@@ -215,7 +218,36 @@ pub(super) fn steps(
             || r.method.is_some()
             || !r.headers.is_empty()
             || r.body.is_some();
+        if set[0] == "bench" {
+            let flags: Vec<String> = ths.iter().map(|(k, e)| format!("{k}:{e}")).collect();
+            if let Err(e) = volley_bench::limits::parse_flags(&flags) {
+                c.err(
+                    at,
+                    format!("{where_}: {e}"),
+                    "e.g. thresholds = { wall = \"p(95)<200ms\", peak_rss = \"max<3MiB\" }",
+                );
+            }
+        }
+        let step_faults = if r.faults.is_empty() && r.proxies.is_empty() {
+            StepFaults::default()
+        } else if set[0] == "run" {
+            extras::faults(c, ctx, &where_, r)
+        } else {
+            c.err(
+                at,
+                format!("{where_}: faults and proxies are for run steps"),
+                format!("see {DOCS}, \"Faults\""),
+            );
+            StepFaults::default()
+        };
         let kind = match set[0] {
+            "bench" => {
+                let b = r.bench.as_ref().expect("set");
+                match extras::bench(c, ctx, b.span().start, &where_, b.get_ref(), ths) {
+                    Some(d) => StepKind::Bench(d),
+                    None => continue,
+                }
+            }
             "run" => {
                 if http_only {
                     c.err(at, format!("{where_}: vs, rounds, connections, requests, rate, pipeline, http2, method, headers and body are for http steps"), "a script sets its own requests");
@@ -253,6 +285,7 @@ pub(super) fn steps(
                         }
                     }),
                     thresholds: ths,
+                    faults: step_faults,
                 })
             }
             "http" => {
@@ -369,8 +402,9 @@ pub(super) fn steps(
                 }
             }
         };
-        if !matches!(kind, StepKind::Run(_) | StepKind::Http(_))
-            && (!r.thresholds.is_empty() || r.duration.is_some())
+        let load = matches!(kind, StepKind::Run(_) | StepKind::Http(_));
+        if (!load && !matches!(kind, StepKind::Bench(_)) && !r.thresholds.is_empty())
+            || (!load && r.duration.is_some())
         {
             c.err(
                 at,

@@ -128,6 +128,33 @@ pub struct RawStep {
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
     pub body: Option<String>,
+    /// A command benchmark (`volley bench`).
+    pub bench: Option<Spanned<RawBench>>,
+    /// run steps: faults in volley-faults' grammar (`at=2s,for=1s,kill=api`); process faults
+    /// name services.
+    #[serde(default)]
+    pub faults: Vec<Spanned<String>>,
+    /// run steps: a fault proxy per NAME in front of `services.X` (or a `HOST:PORT`).
+    #[serde(default)]
+    pub proxies: BTreeMap<String, Spanned<String>>,
+}
+
+/// `bench = { command = "...", runs = 5, ... }`: `volley bench`'s flags as keys.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBench {
+    pub command: Option<CommandLine>,
+    pub runs: Option<u32>,
+    pub min_time: Option<Spanned<String>>,
+    pub warmup: Option<u32>,
+    #[serde(default)]
+    pub params: BTreeMap<String, OneOrMany>,
+    pub parse: Option<Spanned<String>>,
+    pub prepare: Option<String>,
+    pub cleanup: Option<String>,
+    pub shell: Option<String>,
+    /// Per run.
+    pub timeout: Option<Spanned<String>>,
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -6,11 +6,13 @@
 //! reports any process that survived.
 //!
 //! Layout: this file (ports, start, stop); `process` (process groups, waiting, log tails);
-//! `ready` (the probes); `postgres` (`kind = "postgres"` over volley-postgres).
+//! `ready` (the probes); `postgres` (`kind = "postgres"` over volley-postgres); `target`
+//! (a service as a fault target: signals and restart).
 
 pub mod postgres;
 pub mod process;
 pub mod ready;
+pub mod target;
 
 use crate::check::{Kind, Probe, ServiceDef, Suite};
 use crate::file::interp::{Ctx, Exposed};
@@ -280,7 +282,11 @@ fn start_one(
                 Some(c) => suite.dir.join(x(c)?),
                 None => suite.dir.clone(),
             };
-            let out = std::fs::File::create(&log)
+            // Appended: a restarted service (a fault) keeps its earlier lines.
+            let out = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)
                 .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
             let err = out.try_clone().map_err(|e| e.to_string())?;
             let mut child = process::command(&command, &vars, Some(&cwd), out.into(), err.into())?
