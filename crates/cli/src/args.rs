@@ -169,7 +169,7 @@ pub struct HttpArgs {
     #[arg(long, default_value_t = 3, requires = "vs", value_parser = clap::value_parser!(u64).range(1..=100))]
     pub rounds: u64,
 
-    /// Watch the target on the run's timeline: pid:N, cmd:NAME, cgroup:/path or
+    /// Watch the target on the run's timeline: pid:N, tree:N, cmd:NAME, cgroup:/path or
     /// url:http://host:port/metrics[#name,...]; NAME=SPEC names it (repeatable; docs/monitor.md)
     #[arg(long = "monitor", value_name = "SPEC", conflicts_with = "vs")]
     pub monitor: Vec<String>,
@@ -376,7 +376,7 @@ pub struct RunArgs {
     /// Worker threads (default: one per available core)
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
-    /// Watch the target on the run's timeline: pid:N, cmd:NAME, cgroup:/path or
+    /// Watch the target on the run's timeline: pid:N, tree:N, cmd:NAME, cgroup:/path or
     /// url:http://host:port/metrics[#name,...]; NAME=SPEC names it (repeatable; docs/monitor.md)
     #[arg(long = "monitor", value_name = "SPEC")]
     pub monitor: Vec<String>,
@@ -467,7 +467,7 @@ pub struct LogArgs {
 
 #[derive(Args, Debug)]
 pub struct MonitorArgs {
-    /// What to watch: pid:N, cmd:NAME, cgroup:/path, url:http://host:port/metrics[#name,...];
+    /// What to watch: pid:N, tree:N, cmd:NAME, cgroup:/path, url:http://host:port/metrics[#name,...];
     /// NAME=SPEC names it (see docs/monitor.md)
     #[arg(required = true, value_name = "SPEC")]
     pub specs: Vec<String>,

@@ -458,11 +458,28 @@ async fn pump<R, W>(
                         conn.count(a);
                         continue;
                     }
+                    let n = buf.len() as u64;
+                    // A bandwidth limit paces each chunk before it goes out, so even the last
+                    // chunk arrives no sooner than its bytes allow (after the write, the last
+                    // chunk's wait would be paid by nobody).
+                    for a in &toxics {
+                        if let Toxic::Bandwidth {
+                            bytes_per_s,
+                            dir: d,
+                        } = a.toxic
+                        {
+                            if d.includes(dir) && bytes_per_s > 0 {
+                                conn.count(a);
+                                let secs = n as f64 / bytes_per_s as f64;
+                                tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+                                last = Instant::now();
+                            }
+                        }
+                    }
                     if w.write_all(&buf).await.is_err() {
                         let _ = stop_tx.send(true);
                         return;
                     }
-                    let n = buf.len() as u64;
                     let total = conn.bytes.fetch_add(n, Ordering::Relaxed) + n;
                     let sh = &conn.shared;
                     match dir {
@@ -470,23 +487,13 @@ async fn pump<R, W>(
                         _ => sh.bytes_down.fetch_add(n, Ordering::Relaxed),
                     };
                     for a in &toxics {
-                        match a.toxic {
-                            Toxic::Bandwidth {
-                                bytes_per_s,
-                                dir: d,
-                            } if d.includes(dir) && bytes_per_s > 0 => {
-                                conn.count(a);
-                                let secs = n as f64 / bytes_per_s as f64;
-                                tokio::time::sleep(Duration::from_secs_f64(secs)).await;
-                                last = Instant::now();
-                            }
-                            Toxic::LimitData(limit) if total >= limit => {
+                        if let Toxic::LimitData(limit) = a.toxic {
+                            if total >= limit {
                                 conn.count(a);
                                 sh.limited.fetch_add(1, Ordering::Relaxed);
                                 let _ = stop_tx.send(true);
                                 return;
                             }
-                            _ => {}
                         }
                     }
                 }

@@ -160,18 +160,34 @@ fn processes() -> Vec<(u32, u32, String, String)> {
 /// Processes named `name` (comm or argv[0] basename) and all their descendants, without
 /// this process itself (so `cmd:volley` watches other Volleys, not the one watching).
 pub fn find_tree(name: &str) -> BTreeSet<u32> {
-    let me = std::process::id();
     let all = processes();
+    let roots = all
+        .iter()
+        .filter(|(_, _, comm, argv0)| comm == name || argv0 == name)
+        .map(|(pid, ..)| *pid);
+    descendants(&all, roots)
+}
+
+/// Process `pid` and all its descendants (a service and the workers it forks), without this
+/// process itself; empty when `pid` is gone.
+pub fn pid_tree(pid: u32) -> BTreeSet<u32> {
+    let all = processes();
+    let root = all.iter().find(|p| p.0 == pid).map(|p| p.0);
+    descendants(&all, root)
+}
+
+/// `roots` and every process below them in `all`'s parent links.
+fn descendants(
+    all: &[(u32, u32, String, String)],
+    roots: impl IntoIterator<Item = u32>,
+) -> BTreeSet<u32> {
+    let me = std::process::id();
     let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
-    for (pid, ppid, _, _) in &all {
+    for (pid, ppid, _, _) in all {
         children.entry(*ppid).or_default().push(*pid);
     }
     let mut found = BTreeSet::new();
-    let mut stack: Vec<u32> = all
-        .iter()
-        .filter(|(pid, _, comm, argv0)| *pid != me && (comm == name || argv0 == name))
-        .map(|(pid, ..)| *pid)
-        .collect();
+    let mut stack: Vec<u32> = roots.into_iter().collect();
     while let Some(p) = stack.pop() {
         if p != me && found.insert(p) {
             if let Some(c) = children.get(&p) {
@@ -185,6 +201,30 @@ pub fn find_tree(name: &str) -> BTreeSet<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `tree:N` (each suite service): the forked children count, not only the leader.
+    #[test]
+    fn pid_tree_holds_the_children_a_process_forked() {
+        let mut sh = std::process::Command::new("sh")
+            .args(["-c", "sleep 5 & sleep 5 & wait"])
+            .spawn()
+            .expect("sh");
+        let leader = sh.id();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        let mut tree = pid_tree(leader);
+        while tree.len() < 3 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            tree = pid_tree(leader);
+        }
+        let _ = std::process::Command::new("pkill")
+            .args(["-P", &leader.to_string()])
+            .status();
+        let _ = sh.kill();
+        let _ = sh.wait();
+        assert!(tree.contains(&leader), "{tree:?}");
+        assert_eq!(tree.len(), 3, "the shell and its two sleeps: {tree:?}");
+        assert!(pid_tree(leader).is_empty(), "a reaped process has no tree");
+    }
 
     #[test]
     fn stat_survives_odd_command_names() {

@@ -8,7 +8,7 @@
 //! live tables and CSV.
 
 use crate::cgroup::{sample_cgroup, CgroupSample};
-use crate::procfs::{find_tree, sample_pid, ProcSample, TICKS_PER_SEC};
+use crate::procfs::{find_tree, pid_tree, sample_pid, ProcSample, TICKS_PER_SEC};
 use crate::prom;
 use crate::spec::{MonitorSpec, Source};
 use std::collections::HashMap;
@@ -108,12 +108,19 @@ pub fn unit_of(metric: &str) -> Unit {
     }
 }
 
+/// Samples of the processes still alive among `pids`.
+fn sample_all(pids: &std::collections::BTreeSet<u32>) -> Vec<(u32, ProcSample)> {
+    pids.iter()
+        .filter_map(|p| sample_pid(*p).ok().map(|s| (*p, s)))
+        .collect()
+}
+
 /// Check what can be checked before a run starts: a `pid:` must exist, a `cgroup:` must be a
 /// cgroup v2 directory. (`cmd:` may start later; a `url:` may come up later.)
 pub fn validate(specs: &[MonitorSpec]) -> Result<(), String> {
     for s in specs {
         match &s.source {
-            Source::Pid(p) => {
+            Source::Pid(p) | Source::Tree(p) => {
                 sample_pid(*p)
                     .map_err(|e| format!("--monitor {}: no process {p} ({e})", s.name))?;
             }
@@ -169,13 +176,17 @@ impl Monitor {
                     Err(e) => (None, Some(e.to_string())),
                 },
                 Source::Cmd(name) => {
-                    let pids = find_tree(name);
-                    let samples: Vec<_> = pids
-                        .iter()
-                        .filter_map(|p| sample_pid(*p).ok().map(|s| (*p, s)))
-                        .collect();
+                    let samples = sample_all(&find_tree(name));
                     if samples.is_empty() {
                         (None, Some(format!("no process named '{name}'")))
+                    } else {
+                        (Some(process_values(t, now, &samples)), None)
+                    }
+                }
+                Source::Tree(pid) => {
+                    let samples = sample_all(&pid_tree(*pid));
+                    if samples.is_empty() {
+                        (None, Some(format!("process {pid} is gone")))
                     } else {
                         (Some(process_values(t, now, &samples)), None)
                     }

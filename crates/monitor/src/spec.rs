@@ -25,6 +25,8 @@ pub struct MonitorSpec {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
     Pid(u32),
+    /// A process and its descendants, summed (a service that forks workers).
+    Tree(u32),
     Cmd(String),
     Cgroup(PathBuf),
     Url {
@@ -50,13 +52,20 @@ impl MonitorSpec {
         };
         let hint = || {
             format!(
-                "--monitor '{s}': expected pid:N, cmd:NAME, cgroup:/path or url:http://host:port/metrics \
+                "--monitor '{s}': expected pid:N, tree:N, cmd:NAME, cgroup:/path or url:http://host:port/metrics \
                  (optionally NAME=spec to name the target)"
             )
         };
         let (kind, arg) = spec.split_once(':').ok_or_else(hint)?;
         let source = match kind {
             "pid" => Source::Pid(
+                arg.trim()
+                    .parse()
+                    .ok()
+                    .filter(|p| *p > 0)
+                    .ok_or_else(|| format!("--monitor '{s}': '{arg}' is not a process id"))?,
+            ),
+            "tree" => Source::Tree(
                 arg.trim()
                     .parse()
                     .ok()
@@ -116,6 +125,9 @@ mod tests {
     fn specs_parse_with_and_without_names() {
         let p = MonitorSpec::parse("pid:42").unwrap();
         assert_eq!((p.name.as_str(), &p.source), ("pid:42", &Source::Pid(42)));
+        let t = MonitorSpec::parse("api=tree:7").unwrap();
+        assert_eq!((t.name.as_str(), &t.source), ("api", &Source::Tree(7)));
+        assert!(MonitorSpec::parse("tree:x").is_err());
         let n = MonitorSpec::parse("api=pid:42").unwrap();
         assert_eq!(n.name, "api");
         assert_eq!(MonitorSpec::parse("target:api=pid:42").unwrap(), n);

@@ -193,7 +193,8 @@ impl Services {
                 }
                 Some(volley_monitor::MonitorSpec {
                     name: r.name.clone(),
-                    source: volley_monitor::Source::Pid(r.pid),
+                    // The whole tree: a service's workers (or a shell's child) count too.
+                    source: volley_monitor::Source::Tree(r.pid),
                 })
             })
             .collect()
