@@ -164,7 +164,9 @@ impl Csv {
         };
         for s in specs {
             match s.source {
-                Source::Pid(_) | Source::Tree(_) | Source::Cmd(_) => PROCESS_METRICS.iter().for_each(|m| add(m)),
+                Source::Pid(_) | Source::Tree(_) | Source::Cmd(_) => {
+                    PROCESS_METRICS.iter().for_each(|m| add(m))
+                }
                 Source::Cgroup(_) => CGROUP_METRICS.iter().for_each(|m| add(m)),
                 Source::Url { .. } => {}
             }
