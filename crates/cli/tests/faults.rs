@@ -364,3 +364,43 @@ fn run_verify_calls_the_scripts_verify_with_the_ledger_entries() {
     let o = run(&["http", "http://127.0.0.1:9/", "-n", "1", "--verify"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
+/// One ledger per process: a script's own `options.ledger` under `--ledger` elsewhere is
+/// named in a warning (its acknowledgements go to the flag's file), never dropped silently.
+#[test]
+fn options_ledger_under_another_ledger_flag_is_named_in_a_warning() {
+    let dir = scratch("ledger-both");
+    let script = dir.join("acks.js");
+    let own = dir.join("own.ndjson");
+    std::fs::write(
+        &script,
+        format!(
+            "import {{ ledger }} from 'volley/ledger';\n\
+             export const options = {{ iterations: 2, vus: 1, ledger: {:?} }};\n\
+             export default function () {{ ledger.ack('put', `k${{__ITER}}`); }}\n",
+            own.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let flag = dir.join("flag.ndjson");
+    let o = run(&[
+        "run",
+        script.to_str().unwrap(),
+        "-q",
+        "--ledger",
+        flag.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("options.ledger") && stderr(&o).contains("ignored"),
+        "{}",
+        stderr(&o)
+    );
+    let acks = std::fs::read_to_string(&flag).unwrap();
+    assert_eq!(
+        acks.lines().filter(|l| l.contains("\"put\"")).count(),
+        2,
+        "{acks}"
+    );
+    assert!(!own.exists(), "the script's own file is not created");
+}

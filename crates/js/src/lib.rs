@@ -258,8 +258,19 @@ pub fn prepare(
         let p = l
             .as_str()
             .ok_or_else(|| RunError::Config("options.ledger: expected a file path".into()))?;
-        if volley_faults::ledger::global().is_none() {
-            volley_faults::ledger::open_global(Path::new(p)).map_err(RunError::Config)?;
+        match volley_faults::ledger::global() {
+            None => {
+                volley_faults::ledger::open_global(Path::new(p)).map_err(RunError::Config)?;
+            }
+            // One ledger per process: say where the acknowledgements go instead of dropping
+            // this script's file silently (a suite's second step naming another file).
+            Some(open) if open.path() != Path::new(p) => {
+                volley_engine::log::warn(&format!(
+                    "options.ledger {p} ignored: acknowledgements go to {}, opened first                      (--ledger, or an earlier run in this process)",
+                    open.path().display()
+                ));
+            }
+            Some(_) => {}
         }
     }
     // `--threshold METRIC:EXPR` adds to options.thresholds[METRIC].
