@@ -45,6 +45,10 @@ pub enum Command {
     Inspect(Box<crate::archive_cmd::ScriptArgs>),
     /// Merge the result files of a test's instances into one; judge thresholds on the whole
     Merge(crate::merge_cmd::MergeArgs),
+    /// Run a test across agents (volley agent): merge their results live, judge thresholds
+    Coordinator(Box<crate::coordinator_cmd::CoordinatorArgs>),
+    /// Run a coordinator's test segment (volley coordinator) and stream the results to it
+    Agent(Box<crate::agent_cmd::AgentArgs>),
     /// Run a suite file: services, readiness, seed, profiles, results, teardown
     Suite(crate::suite_cmd::SuiteArgs),
     /// Benchmark commands run by run: time, CPU, peak RSS of the process tree, printed metrics

@@ -8,10 +8,12 @@ macro_rules! outln {
     ($($t:tt)*) => { $crate::exit::print(&format!("{}\n", format_args!($($t)*))) };
 }
 
+mod agent_cmd;
 mod archive_cmd;
 mod args;
 mod bench_cmd;
 mod capacity_cmd;
+mod coordinator_cmd;
 mod dashboard_cmd;
 mod demo;
 mod demo_service_cmd;
@@ -75,6 +77,8 @@ fn main() {
         args::Command::Archive(a) => archive_cmd::archive(*a),
         args::Command::Inspect(a) => archive_cmd::inspect(*a),
         args::Command::Merge(a) => merge_cmd::run(a),
+        args::Command::Coordinator(a) => coordinator_cmd::run(*a),
+        args::Command::Agent(a) => agent_cmd::run(*a),
         args::Command::Suite(a) => suite_cmd::run(a),
         args::Command::Bench(a) => bench_cmd::run(*a),
     };

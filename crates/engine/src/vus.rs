@@ -76,6 +76,28 @@ pub struct VuPlan {
     pub series_guard: Option<Arc<volley_metrics::SeriesGuard>>,
     /// The execution segment this instance runs ([`VuPlan::segmented`]); None: the whole test.
     pub segment: Option<Arc<crate::segment::Segmented>>,
+    /// Holds the scenarios' start and teardown for something outside the run (a distributed
+    /// run's barriers, volley-distributed); None: they go at once.
+    pub gates: Option<GatesHandle>,
+}
+
+/// Lets something outside the run hold it between its phases. Polled (every few ms) on the
+/// worker that runs setup, so an implementation answers at once and waits elsewhere.
+pub trait Gates: Send + Sync {
+    /// Setup is over (successfully): may the scenarios start?
+    fn may_start(&self) -> bool;
+    /// The iterations are over: may teardown run?
+    fn may_teardown(&self) -> bool;
+}
+
+/// [`VuPlan::gates`]: a shared [`Gates`].
+#[derive(Clone)]
+pub struct GatesHandle(pub Arc<dyn Gates>);
+
+impl std::fmt::Debug for GatesHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Gates")
+    }
 }
 
 /// Makes one worker's [`SampleSink`](volley_metrics::SampleSink) (called on the worker

@@ -151,6 +151,18 @@ impl ScriptView {
             &self.ctl,
         )
     }
+
+    /// `setup()`'s return value as JSON, once setup ran (a distributed run hands it from
+    /// the agent that ran setup to the others).
+    pub fn setup_data(&self) -> Option<String> {
+        self.shared.setup_data.lock().unwrap().clone()
+    }
+
+    /// What the VUs get as setup data when this instance runs no `setup()` itself (set before
+    /// the first iteration: each VU reads it once).
+    pub fn set_setup_data(&self, json: Option<String>) {
+        *self.shared.setup_data.lock().unwrap() = json;
+    }
 }
 
 /// A script ready to run: the run layer's input, and the script's view for after the run.
@@ -374,6 +386,7 @@ pub fn prepare(
         sample_sink: None,
         series_guard: Some(series_guard),
         segment: None,
+        gates: None,
     };
     let plan = match &resolved.segment {
         Some(t) => plan.segmented(t.clone()),

@@ -186,8 +186,9 @@ fn plan_options(plan: &VuPlan, r: &volley_engine::vus::VuRunResult, opts: &mut M
     opts.insert("scenarios".into(), scenarios.into());
 }
 
-/// `abortOnFail` thresholds, judged once a second on the running totals.
-struct AbortWatch {
+/// `abortOnFail` thresholds, judged once a second on the running totals (of this process, or
+/// merged from a distributed run's agents by its coordinator).
+pub struct AbortWatch {
     /// Indexes of the thresholds with `abortOnFail`.
     watched: Vec<usize>,
     /// Per threshold: did it stop the test?
@@ -197,7 +198,7 @@ struct AbortWatch {
 }
 
 impl AbortWatch {
-    fn new(ths: &[Threshold], max_duration_s: f64) -> AbortWatch {
+    pub fn new(ths: &[Threshold], max_duration_s: f64) -> AbortWatch {
         AbortWatch {
             watched: (0..ths.len()).filter(|i| ths[*i].abort_on_fail).collect(),
             aborted: vec![false; ths.len()],
@@ -208,35 +209,42 @@ impl AbortWatch {
 
     /// True when the test must stop now.
     fn tick(&mut self, ths: &[Threshold], tick: &Tick<'_>) -> bool {
-        if self.watched.is_empty() || self.message.is_some() {
-            return false;
-        }
         let (agg, elapsed) = (tick.agg, tick.elapsed);
-        let mut crossed: Vec<String> = Vec::new();
-        for &i in &self.watched {
-            let th = &ths[i];
-            if elapsed < th.delay_abort_eval {
-                continue;
-            }
-            let ok = if th.drift.is_some() {
-                th.check_live(agg, elapsed.as_secs_f64(), self.warmup_s) != Some(false)
+        let warmup_s = self.warmup_s;
+        self.judge(ths, elapsed, |th| {
+            if th.drift.is_some() {
+                th.check_live(agg, elapsed.as_secs_f64(), warmup_s) != Some(false)
             } else {
-                let merged = thresholds::merged(
+                holds_now(
                     th,
                     agg.totals()
                         .map(|(d, a)| (d.key.name.as_str(), &d.key.tags, a)),
-                );
-                // As k6: during the run, a metric without samples is not judged yet.
-                match merged.filter(|m| m.samples() > 0) {
-                    Some(m) => th.check(Some(&m), elapsed.as_secs_f64()).0,
-                    None => true,
-                }
-            };
-            if !ok {
-                self.aborted[i] = true;
-                if !crossed.contains(&th.metric) {
-                    crossed.push(th.metric.clone());
-                }
+                    elapsed,
+                )
+            }
+        })
+    }
+
+    /// Judge the watched thresholds `elapsed` into the run (`holds(th)`: does it hold now?);
+    /// true when the test must stop now.
+    pub fn judge(
+        &mut self,
+        ths: &[Threshold],
+        elapsed: std::time::Duration,
+        holds: impl Fn(&Threshold) -> bool,
+    ) -> bool {
+        if self.watched.is_empty() || self.message.is_some() {
+            return false;
+        }
+        let mut crossed: Vec<String> = Vec::new();
+        for &i in &self.watched {
+            let th = &ths[i];
+            if elapsed < th.delay_abort_eval || holds(th) {
+                continue;
+            }
+            self.aborted[i] = true;
+            if !crossed.contains(&th.metric) {
+                crossed.push(th.metric.clone());
             }
         }
         if crossed.is_empty() {
@@ -248,6 +256,29 @@ impl AbortWatch {
             crossed.join(", ")
         ));
         true
+    }
+
+    /// Per threshold: did it stop the test?
+    pub fn aborted(&self) -> &[bool] {
+        &self.aborted
+    }
+
+    /// k6's message when crossed thresholds stopped the test.
+    pub fn message(&self) -> Option<&str> {
+        self.message.as_deref()
+    }
+}
+
+/// Does a (non-drift) threshold hold on the running totals `series`, `elapsed` into the run?
+/// As k6: during the run, a metric without samples is not judged yet.
+pub fn holds_now<'a>(
+    th: &Threshold,
+    series: impl Iterator<Item = (&'a str, &'a TagSet, &'a Agg)>,
+    elapsed: std::time::Duration,
+) -> bool {
+    match thresholds::merged(th, series).filter(|m| m.samples() > 0) {
+        Some(m) => th.check(Some(&m), elapsed.as_secs_f64()).0,
+        None => true,
     }
 }
 

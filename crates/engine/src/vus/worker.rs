@@ -192,6 +192,11 @@ pub(super) fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sende
                 Some(b) => b.run(Phase::Setup).await,
                 None => Outcome::Ok,
             };
+            if let (Outcome::Ok, Some(g)) = (&verdict, &s.plan.gates) {
+                while !g.0.may_start() && !s.ctl.is_stopped() {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+            }
             let _ = s.t0.set(Instant::now());
             match verdict {
                 Outcome::Abort(e) | Outcome::Error(e) => {
@@ -245,6 +250,11 @@ pub(super) fn worker<F: VuFactory>(id: usize, s: Arc<Shared<F>>, tx: mpsc::Sende
         if id == 0 {
             while !s.teardown_gate.load(Ordering::SeqCst) {
                 tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            if let Some(g) = &s.plan.gates {
+                while !g.0.may_teardown() && !s.ctl.is_hard_stopped() {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
             }
             // A second Ctrl-C skips teardown (k6 exits at once); one still runs it.
             if s.setup_gate.load(Ordering::SeqCst) == GO && !s.ctl.is_hard_stopped() {

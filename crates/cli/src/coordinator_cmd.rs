@@ -1,0 +1,295 @@
+//! `volley coordinator TEST --instances N --listen ADDR` and its flags: the test (an archive,
+//! or a script archived here) prepared once for its thresholds, summary and
+//! `handleSummary` → [`volley_distributed::coordinator::run`] (agents, live merge,
+//! `abortOnFail`, loss policy) → k6's summary → the shared after-run chain → k6's exit code.
+
+use crate::exit;
+use clap::{Args, ValueEnum};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use volley_distributed::coordinator::{self, LossPolicy};
+use volley_engine::{log, RunControl};
+use volley_js::CliOptions;
+use volley_run::after::AfterRun;
+use volley_run::outputs::{OutSpec, Outputs};
+use volley_run::{Outcome, Summary};
+
+#[derive(Args, Debug)]
+pub struct CoordinatorArgs {
+    /// The test: an archive (volley archive) or a script, archived here for the agents
+    pub test: PathBuf,
+    /// Agents the test is split across (execution segments 0:1/N, 1/N:2/N, ...)
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub instances: u64,
+    /// Where agents connect, ADDR:PORT (port 0 picks one; the address is printed)
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: String,
+    /// Shared secret every agent must present (default: env VOLLEY_TOKEN; one is required)
+    #[arg(long, value_name = "T")]
+    pub token: Option<String>,
+    /// Serve TLS with this certificate chain (PEM; with --tls-key)
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM; with --tls-cert)
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// When an agent stops reporting: continue with the others (its data so far is kept) or
+    /// abort the test (exit 108)
+    #[arg(long, value_enum, default_value = "continue")]
+    pub on_agent_loss: OnLoss,
+    /// How long to wait for all agents to register and be ready
+    #[arg(long, default_value = "5m", value_parser = volley_engine::parse_duration)]
+    pub start_timeout: Duration,
+    /// An agent silent this long is lost
+    #[arg(long, default_value = "5s", value_parser = volley_engine::parse_duration)]
+    pub agent_timeout: Duration,
+    /// Add KEY=VALUE to every agent's __ENV (repeatable)
+    #[arg(short = 'e', long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// Add a threshold, judged on the merged figures (as volley run's --threshold)
+    #[arg(long = "threshold", value_name = "METRIC:EXPR")]
+    pub thresholds: Vec<String>,
+    /// Save the merged run result file
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+    /// Write k6's end-of-test summary export JSON of the merged run to FILE
+    #[arg(long, value_name = "FILE")]
+    pub summary_export: Option<PathBuf>,
+    /// Write the HTML report of the merged run to FILE
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// An end-of-run output of the merged run: junit=FILE (repeatable; per-sample and
+    /// streaming outputs belong to `volley run`)
+    #[arg(long, value_name = "OUTPUT")]
+    pub out: Vec<String>,
+    /// Summary layout: compact (k6 v1's default), full or legacy
+    #[arg(long, value_name = "MODE", value_parser = ["compact", "full", "legacy"])]
+    pub summary_mode: Option<String>,
+    /// Neither handleSummary nor the text summary (as k6)
+    #[arg(long)]
+    pub no_summary: bool,
+    /// No progress and no text summary
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum OnLoss {
+    Continue,
+    Abort,
+}
+
+/// `--token`, else `VOLLEY_TOKEN` (both sides); one is required.
+pub(crate) fn token(flag: &Option<String>) -> Result<String, String> {
+    flag.clone()
+        .or_else(|| std::env::var("VOLLEY_TOKEN").ok())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            "no token: give --token T or set VOLLEY_TOKEN (the same on the coordinator and \
+             every agent)"
+                .into()
+        })
+}
+
+/// `-e KEY=VALUE` pairs.
+pub(crate) fn env_pairs(env: &[String]) -> Result<Vec<(String, String)>, String> {
+    env.iter()
+        .map(|kv| match kv.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+            _ => Err(format!("-e/--env '{kv}': expected KEY=VALUE")),
+        })
+        .collect()
+}
+
+/// The archive's bytes: the file itself, or the script archived now (into `dir`).
+fn archive_bytes(test: &Path, env: &[(String, String)], dir: &Path) -> Result<PathBuf, String> {
+    if volley_js::archive::is_archive(test) {
+        return Ok(test.to_path_buf());
+    }
+    let env = env.iter().cloned().collect();
+    let ar = volley_js::archive::create(test, env, &CliOptions::default())?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let out = dir.join("test.tar");
+    volley_js::archive::write(&ar, &out)?;
+    Ok(out)
+}
+
+pub fn run(a: CoordinatorArgs) -> i32 {
+    let token = match token(&a.token) {
+        Ok(t) => t,
+        Err(e) => return exit::usage(&e),
+    };
+    let env = match env_pairs(&a.env) {
+        Ok(e) => e,
+        Err(e) => return exit::usage(&e),
+    };
+    let mode = match crate::run_cmd::summary_mode(a.summary_mode.as_deref()) {
+        Ok(m) => m,
+        Err(e) => return exit::usage(&e),
+    };
+    let (json, outs) = match OutSpec::parse_all(&a.out) {
+        Ok(o) => o,
+        Err(e) => return exit::outcome(&Outcome::ConfigError(e)),
+    };
+    if json.is_some() || outs.iter().any(|o| !matches!(o, OutSpec::Junit(_))) {
+        return exit::usage(
+            "the coordinator writes end-of-run outputs of the merged run (--out junit=FILE, \
+             --save, --summary-export, --report); per-sample and streaming outputs are \
+             volley run's",
+        );
+    }
+    let mut thresholds = Vec::new();
+    for t in &a.thresholds {
+        match volley_run::checks::split_flag(t) {
+            Some(kv) => thresholds.push(kv),
+            None => return exit::usage(&format!("--threshold '{t}': expected METRIC:EXPR")),
+        }
+    }
+    let tls = match (&a.tls_cert, &a.tls_key) {
+        (Some(c), Some(k)) => match volley_distributed::server::tls_acceptor(c, k) {
+            Ok(t) => Some(t),
+            Err(e) => return exit::fail(&e),
+        },
+        _ => None,
+    };
+    let after = AfterRun {
+        save: a.save.clone(),
+        summary_export: a.summary_export.clone(),
+        report: a.report.clone(),
+        history: None,
+        labels: Vec::new(),
+        quiet: a.quiet,
+    };
+    let mut files: Vec<(&str, &Path)> = Vec::new();
+    for o in &outs {
+        if let OutSpec::Junit(p) = o {
+            files.push(("--out", p));
+        }
+    }
+    if let Err(e) = after.preflight(&files) {
+        return exit::fail(&e);
+    }
+    let tmp = std::env::temp_dir().join(format!("volley-coordinator-{}", std::process::id()));
+    let setup = Setup {
+        token,
+        env,
+        thresholds,
+        tls,
+        outs,
+        after,
+        mode,
+    };
+    let code = coordinate(&a, setup, &tmp);
+    let _ = std::fs::remove_dir_all(&tmp);
+    code
+}
+
+/// The flags, checked.
+struct Setup {
+    token: String,
+    env: Vec<(String, String)>,
+    thresholds: Vec<(String, String)>,
+    tls: Option<volley_distributed::server::TlsAcceptor>,
+    outs: Vec<OutSpec>,
+    after: AfterRun,
+    mode: volley_run::SummaryMode,
+}
+
+fn coordinate(a: &CoordinatorArgs, s: Setup, tmp: &Path) -> i32 {
+    let Setup {
+        token,
+        env,
+        thresholds,
+        tls,
+        outs,
+        after,
+        mode,
+    } = s;
+    let archive = match archive_bytes(&a.test, &env, tmp) {
+        Ok(p) => p,
+        Err(e) => return exit::outcome(&Outcome::ScriptError(e)),
+    };
+    let bytes = match std::fs::read(&archive) {
+        Ok(b) => b,
+        Err(e) => return exit::fail(&format!("{}: {e}", archive.display())),
+    };
+    let ctl = RunControl::new();
+    crate::signals::install(ctl.clone());
+    // The whole test, prepared here for what the coordinator judges and shows.
+    let cli = CliOptions {
+        thresholds,
+        ..CliOptions::default()
+    };
+    let p = match volley_js::prepare(
+        &archive,
+        volley_js::environment(&env, false),
+        &cli,
+        1,
+        std::env::args().collect(),
+        &ctl,
+    ) {
+        Ok(p) => p,
+        Err(e) => return exit::outcome(&e.outcome()),
+    };
+    let tty = std::io::stderr().is_terminal();
+    let cfg = coordinator::Config {
+        instances: a.instances as usize,
+        listen: a.listen.clone(),
+        token,
+        tls,
+        on_agent_loss: match a.on_agent_loss {
+            OnLoss::Continue => LossPolicy::Continue,
+            OnLoss::Abort => LossPolicy::Abort,
+        },
+        start_timeout: a.start_timeout,
+        agent_timeout: a.agent_timeout,
+        archive: bytes,
+        env,
+        max_duration_s: p.spec.plan.max_duration().as_secs_f64(),
+        thresholds: p.spec.thresholds,
+        meta: p.spec.meta,
+        options: serde_json::Value::Object(p.spec.options),
+        progress: (!a.quiet).then_some(Duration::from_secs(if tty { 1 } else { 10 })),
+    };
+    let instances = a.instances;
+    let ended = coordinator::run(cfg, &ctl, |addr| {
+        eprintln!("volley: coordinator listening on {addr}, waiting for {instances} agent(s)");
+    });
+    let ended = match ended {
+        Ok(e) => e,
+        Err(o) => return exit::outcome(&o),
+    };
+    for l in &ended.lost {
+        log::warn(l);
+    }
+    let summary = match Summary::from_result(&ended.result) {
+        Ok(s) => s,
+        Err(e) => return exit::fail(&e),
+    };
+    let handled = a.no_summary
+        || match p
+            .script
+            .handle_summary(&summary, exit::stdout_is_tty(), tty)
+        {
+            Ok(Some(outs)) => {
+                if let Err(e) = volley_js::handle_summary::write_outputs(&outs) {
+                    log::error(&e);
+                }
+                true
+            }
+            Ok(None) => false,
+            Err(e) => {
+                log::error(&format!("handleSummary: {e}"));
+                false
+            }
+        };
+    if !a.quiet && !handled {
+        exit::print(&summary.render(mode));
+    }
+    match Outputs::start(&outs) {
+        Ok(o) => o.finish(&ended.result).iter().for_each(|e| log::warn(e)),
+        Err(e) => log::warn(&e),
+    }
+    exit::outcome(&after.finish(&ended.result, ended.outcome, ctl.was_interrupted()))
+}

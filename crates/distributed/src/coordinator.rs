@@ -1,0 +1,339 @@
+//! The coordinator's run: start the server, wait for the start barrier (or
+//! `--start-timeout`), then once a second merge the agents' latest running totals, show the
+//! progress, judge `abortOnFail` thresholds on the merged figures and watch for lost agents;
+//! at the end merge the final results (a lost agent's last totals and points stand in for
+//! its final result) into one judged [`RunResult`] and say how the run ended.
+
+use crate::hub::{Hub, HubConfig, State};
+use crate::proto::Snapshot;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio_rustls::TlsAcceptor;
+use volley_engine::RunControl;
+use volley_metrics::{Agg, Event, RunMeta, RunResult, TagSet};
+use volley_run::execute::{holds_now, judge, thresholds_message, AbortWatch};
+use volley_run::thresholds::Threshold;
+use volley_run::Outcome;
+
+/// What the coordinator does when an agent stops reporting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LossPolicy {
+    /// Mark it lost, keep what it sent, finish with the others.
+    Continue,
+    /// Stop every agent and end with [`Outcome::Aborted`] (k6's 108).
+    Abort,
+}
+
+pub struct Config {
+    pub instances: usize,
+    pub listen: String,
+    pub token: String,
+    pub tls: Option<TlsAcceptor>,
+    pub on_agent_loss: LossPolicy,
+    /// All agents must be at the barrier within this.
+    pub start_timeout: Duration,
+    /// An agent silent this long is lost.
+    pub agent_timeout: Duration,
+    pub archive: Vec<u8>,
+    pub env: Vec<(String, String)>,
+    /// Judged on the merged figures: live (`abortOnFail`) and at the end.
+    pub thresholds: Vec<Threshold>,
+    pub max_duration_s: f64,
+    /// The whole test's meta (mode, name, command line) and options, for the merged result.
+    pub meta: RunMeta,
+    pub options: serde_json::Value,
+    /// Print a progress line (every second on a terminal, every 10 s otherwise).
+    pub progress: Option<Duration>,
+}
+
+/// A finished distributed run.
+pub struct Ended {
+    pub result: RunResult,
+    pub outcome: Outcome,
+    /// k6's message when `abortOnFail` thresholds stopped the test.
+    pub threshold_abort: Option<String>,
+    /// One line per lost agent (name, segment, when).
+    pub lost: Vec<String>,
+}
+
+/// Run the coordinator until every agent finished or was lost. `listening` is told the bound
+/// address (a port 0 in `--listen` picks one).
+pub fn run(
+    cfg: Config,
+    ctl: &RunControl,
+    listening: impl FnOnce(std::net::SocketAddr),
+) -> Result<Ended, Outcome> {
+    use base64::Engine;
+    let hub = Arc::new(Hub::new(HubConfig {
+        instances: cfg.instances,
+        archive: base64::engine::general_purpose::STANDARD.encode(&cfg.archive),
+        env: cfg.env.clone(),
+    }));
+    let server = crate::server::start(&cfg.listen, cfg.token.clone(), cfg.tls.clone(), hub.clone())
+        .map_err(Outcome::Failure)?;
+    listening(server.addr);
+    let began = Instant::now();
+    let mut watch = AbortWatch::new(&cfg.thresholds, cfg.max_duration_s);
+    let mut aborted: Option<String> = None;
+    let mut next_tick = Instant::now();
+    let mut last_progress = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(50));
+        let mut st = hub.lock();
+        if ctl.was_interrupted() {
+            st.stop = true;
+        }
+        let Some(started) = st.started else {
+            if ctl.was_interrupted() {
+                st.fail = Some("the coordinator was interrupted before the start".into());
+                drop(st);
+                linger(&hub);
+                return Err(Outcome::InterruptedBeforeStart(
+                    "interrupted while waiting for the agents".into(),
+                ));
+            }
+            if began.elapsed() >= cfg.start_timeout {
+                let msg = format!(
+                    "{} of {} agents registered and {} ready within --start-timeout {}s: \
+                     start the missing agents (volley agent --coordinator {}) or raise \
+                     --start-timeout",
+                    st.agents.len(),
+                    cfg.instances,
+                    st.agents.iter().filter(|a| a.ready).count(),
+                    cfg.start_timeout.as_secs(),
+                    server.addr
+                );
+                st.fail = Some(msg.clone());
+                drop(st);
+                linger(&hub);
+                return Err(Outcome::Failure(msg));
+            }
+            continue;
+        };
+        // Loss: an agent silent too long (killed, cut off, stuck).
+        for a in st.agents.iter_mut().filter(|a| a.active()) {
+            if a.last_seen.elapsed() >= cfg.agent_timeout {
+                a.lost_at = Some(SystemTime::now() - a.last_seen.elapsed());
+                volley_engine::log::warn(&format!(
+                    "agent '{}' (segment {}) lost: nothing from it for {:.0}s",
+                    a.name,
+                    a.segment,
+                    a.last_seen.elapsed().as_secs_f64()
+                ));
+                if cfg.on_agent_loss == LossPolicy::Abort && aborted.is_none() {
+                    aborted = Some(format!(
+                        "agent '{}' was lost and --on-agent-loss is abort",
+                        a.name
+                    ));
+                }
+            }
+        }
+        if aborted.is_some() {
+            st.stop = true;
+        }
+        if !st.agents.iter().any(|a| a.active()) {
+            break;
+        }
+        if Instant::now() < next_tick {
+            continue;
+        }
+        next_tick += Duration::from_secs(1);
+        let elapsed = started.elapsed();
+        let totals = live_totals(&st);
+        let series = || totals.iter().map(|(k, a)| (k.0.as_str(), &k.1, a));
+        if watch.judge(&cfg.thresholds, elapsed, |th| {
+            th.drift.is_some() || holds_now(th, series(), elapsed)
+        }) {
+            st.stop = true;
+            if let Some(m) = watch.message() {
+                volley_engine::log::error(m);
+            }
+        }
+        if let Some(every) = cfg.progress {
+            if last_progress.elapsed() >= every {
+                last_progress = Instant::now();
+                eprintln!("{}", progress_line(&st, &totals, elapsed));
+            }
+        }
+    }
+    let st = hub.lock();
+    let (result, lost) = merged(&cfg, &st, watch.aborted(), ctl.was_interrupted())?;
+    let teardown_error = st
+        .agents
+        .iter()
+        .find_map(|a| a.done.as_ref()?.teardown_error.clone());
+    let script_abort = st
+        .agents
+        .iter()
+        .find_map(|a| a.done.as_ref()?.aborted.clone());
+    let outcome = match Outcome::of_run(
+        teardown_error.as_deref(),
+        aborted.as_deref().or(script_abort.as_deref()),
+        thresholds_message(&result),
+        result.meta.interrupted,
+        false,
+    ) {
+        Outcome::ThresholdsFailed(m) if watch.message().is_some() => Outcome::ThresholdsAborted(m),
+        o => o,
+    };
+    Ok(Ended {
+        result,
+        outcome,
+        threshold_abort: watch.message().map(str::to_string),
+        lost,
+    })
+}
+
+/// Keep answering a moment so waiting agents hear why the run will not start.
+fn linger(hub: &Hub) {
+    let until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until && hub.lock().agents.iter().any(|a| a.ready) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+type Totals = BTreeMap<(String, TagSet), Agg>;
+
+/// Every agent's latest running totals, merged (histograms add).
+fn live_totals(st: &State) -> Totals {
+    let mut out = Totals::new();
+    for s in st.agents.iter().filter_map(|a| a.latest.as_ref()) {
+        for m in &s.metrics {
+            let Ok(agg) = m.to_agg() else { continue };
+            match out.entry((m.name.clone(), m.tags.clone())) {
+                std::collections::btree_map::Entry::Occupied(mut e) => e.get_mut().merge(&agg),
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(agg);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn progress_line(st: &State, totals: &Totals, elapsed: Duration) -> String {
+    let count = |name: &str| -> f64 {
+        totals
+            .iter()
+            .filter(|(k, _)| k.0 == name)
+            .map(|(_, a)| match a {
+                Agg::Counter { sum, .. } => *sum,
+                _ => 0.0,
+            })
+            .sum()
+    };
+    let active = st.agents.iter().filter(|a| a.active()).count();
+    let lost = st.agents.iter().filter(|a| a.lost_at.is_some()).count();
+    let secs = elapsed.as_secs_f64().max(1e-3);
+    let reqs = count(volley_metrics::names::HTTP_REQS);
+    format!(
+        "running ({:.1}s), {active}/{} agents running{}, {} iterations, {} requests ({:.1}/s)",
+        elapsed.as_secs_f64(),
+        st.agents.len(),
+        if lost > 0 {
+            format!(", {lost} lost")
+        } else {
+            String::new()
+        },
+        count(volley_metrics::names::ITERATIONS),
+        reqs,
+        reqs / secs
+    )
+}
+
+fn at(ms: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(ms)
+}
+
+/// A lost agent's part: its last running totals and the points it sent.
+fn partial(
+    cfg: &Config,
+    template: &serde_json::Value,
+    s: &Snapshot,
+    series: &volley_metrics::Series,
+    lost_at: SystemTime,
+) -> RunResult {
+    let start = at(s.started_unix_ms);
+    let meta = cfg.meta.clone().timed(
+        start,
+        lost_at,
+        Duration::from_secs_f64(s.elapsed_s.max(0.0)),
+        false,
+    );
+    RunResult::new(meta, template.clone(), s.metrics.clone(), series.clone())
+}
+
+/// One judged result from the final results and the lost agents' parts.
+fn merged(
+    cfg: &Config,
+    st: &State,
+    aborted: &[bool],
+    interrupted: bool,
+) -> Result<(RunResult, Vec<String>), Outcome> {
+    let template = st
+        .agents
+        .iter()
+        .find_map(|a| Some(a.done.as_ref()?.result.options.clone()))
+        .unwrap_or_else(|| cfg.options.clone());
+    let t0 = st.started_wall.unwrap_or_else(SystemTime::now);
+    let mut parts: Vec<(String, RunResult)> = Vec::new();
+    let mut lost = Vec::new();
+    let mut events = Vec::new();
+    let mut agents = Vec::new();
+    for a in &st.agents {
+        let lost_at_s = a
+            .lost_at
+            .map(|t| t.duration_since(t0).unwrap_or_default().as_secs_f64());
+        agents.push(serde_json::json!({
+            "name": a.name, "segment": a.segment, "lost_at_s": lost_at_s,
+        }));
+        match (&a.done, a.lost_at) {
+            (Some(f), _) => parts.push((a.name.clone(), f.result.clone())),
+            (None, Some(when)) => {
+                let at_s = lost_at_s.unwrap_or_default();
+                lost.push(format!(
+                    "agent '{}' (segment {}) was lost {at_s:.1}s into the run; its data up to \
+                     then is kept",
+                    a.name, a.segment
+                ));
+                events.push(Event {
+                    kind: "agent_lost".into(),
+                    target: a.name.clone(),
+                    at_s,
+                    end_s: None,
+                    detail: format!("segment {}", a.segment),
+                    affected: None,
+                    error: None,
+                });
+                if let Some(s) = &a.latest {
+                    parts.push((a.name.clone(), partial(cfg, &template, s, &a.series, when)));
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    if parts.is_empty() {
+        return Err(Outcome::Failure(
+            "every agent was lost before it sent any data: there is no result".into(),
+        ));
+    }
+    let inputs: Vec<(&str, &RunResult)> = parts.iter().map(|(n, r)| (n.as_str(), r)).collect();
+    // Forced: a lost agent's part carries the template's options, not its own segment.
+    let mut result = volley_metrics::merge::merge(&inputs, true)
+        .map_err(|e| Outcome::Failure(format!("cannot merge the agents' results: {e}")))?;
+    result.meta.command = cfg.meta.command.clone();
+    result.meta.name = cfg.meta.name.clone();
+    result.meta.host = cfg.meta.host.clone();
+    result.meta.instances = st.agents.len() as u32;
+    result.meta.interrupted |= interrupted;
+    result.events.extend(events);
+    if let Some(o) = result.options.as_object_mut() {
+        o.insert(
+            "distributed".into(),
+            serde_json::json!({ "instances": cfg.instances, "agents": agents }),
+        );
+    }
+    judge(&cfg.thresholds, aborted, &mut result);
+    Ok((result, lost))
+}

@@ -1,0 +1,199 @@
+//! The coordinator's state: who registered, the start barrier, each agent's latest
+//! snapshot and series, their final results, who was lost and when, and the stop flag
+//! every answer carries. The HTTP handlers ([`crate::server`]) and the coordinator's
+//! once-a-second loop ([`crate::coordinator`]) share it behind one mutex; nothing slow
+//! happens while it is held.
+
+use crate::proto::{self, Assignment, Final, Ready, Register, Reply, Snapshot};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Instant, SystemTime};
+use volley_metrics::Series;
+
+/// What the coordinator hands out.
+pub struct HubConfig {
+    pub instances: usize,
+    /// The archive, base64.
+    pub archive: String,
+    pub env: Vec<(String, String)>,
+}
+
+/// One agent as the coordinator sees it.
+pub struct Agent {
+    pub name: String,
+    pub index: usize,
+    pub segment: String,
+    pub last_seen: Instant,
+    pub ready: bool,
+    /// Its latest running totals.
+    pub latest: Option<Snapshot>,
+    /// Its one-second points so far (kept for an agent that is lost before its end).
+    pub series: Series,
+    pub done: Option<Final>,
+    pub lost_at: Option<SystemTime>,
+}
+
+impl Agent {
+    /// Still expected to report (neither finished nor lost).
+    pub fn active(&self) -> bool {
+        self.done.is_none() && self.lost_at.is_none()
+    }
+}
+
+/// Everything shared between the handlers and the loop.
+#[derive(Default)]
+pub struct State {
+    pub agents: Vec<Agent>,
+    pub setup_data: Option<String>,
+    /// The start barrier passed (all agents ready), when.
+    pub started: Option<Instant>,
+    pub started_wall: Option<SystemTime>,
+    pub stop: bool,
+    /// The run cannot start: every waiting agent is told why.
+    pub fail: Option<String>,
+}
+
+pub struct Hub {
+    cfg: HubConfig,
+    state: Mutex<State>,
+}
+
+/// An error answer: status and message.
+pub type Refusal = (u16, String);
+
+impl Hub {
+    pub fn new(cfg: HubConfig) -> Hub {
+        Hub {
+            cfg,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    pub fn instances(&self) -> usize {
+        self.cfg.instances
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn register(&self, r: Register) -> Result<Assignment, Refusal> {
+        if r.version != proto::VERSION {
+            return Err((
+                409,
+                format!(
+                    "the coordinator runs Volley {}, this agent {}: run the same version on both",
+                    proto::VERSION,
+                    r.version
+                ),
+            ));
+        }
+        let mut st = self.lock();
+        let index = st.agents.len();
+        if index >= self.cfg.instances || st.fail.is_some() {
+            return Err((
+                410,
+                format!(
+                    "the run already has its {} agents (or has ended)",
+                    self.cfg.instances
+                ),
+            ));
+        }
+        let (segment, sequence) = proto::segment(index, self.cfg.instances);
+        let name = if r.name.is_empty() {
+            format!("agent-{index}")
+        } else {
+            r.name.chars().take(100).collect()
+        };
+        st.agents.push(Agent {
+            name,
+            index,
+            segment: segment.clone(),
+            last_seen: Instant::now(),
+            ready: false,
+            latest: None,
+            series: Series::default(),
+            done: None,
+            lost_at: None,
+        });
+        Ok(Assignment {
+            agent: index,
+            index,
+            instances: self.cfg.instances,
+            segment,
+            sequence,
+            archive: self.cfg.archive.clone(),
+            env: self.cfg.env.clone(),
+        })
+    }
+
+    /// The agent behind `id`, seen now; refused when unknown or already lost.
+    fn seen<'a>(st: &'a mut State, id: usize) -> Result<&'a mut Agent, Refusal> {
+        let a = st
+            .agents
+            .get_mut(id)
+            .ok_or_else(|| (404, format!("no agent {id}: register first")))?;
+        if a.lost_at.is_some() {
+            return Err((410, "this agent was marked lost; its part is over".into()));
+        }
+        a.last_seen = Instant::now();
+        Ok(a)
+    }
+
+    fn reply(&self, st: &State) -> Reply {
+        Reply {
+            go: st.started.is_some(),
+            stop: st.stop,
+            fail: st.fail.clone(),
+            setup_data: st.setup_data.clone(),
+        }
+    }
+
+    /// An agent is at the start barrier; the barrier passes when all are.
+    pub fn ready(&self, r: Ready) -> Result<Reply, Refusal> {
+        let mut st = self.lock();
+        let a = Self::seen(&mut st, r.agent)?;
+        a.ready = true;
+        if a.index == 0 {
+            st.setup_data = r.setup_data;
+        }
+        if st.started.is_none()
+            && st.fail.is_none()
+            && st.agents.len() == self.cfg.instances
+            && st.agents.iter().all(|a| a.ready)
+        {
+            st.started = Some(Instant::now());
+            st.started_wall = Some(SystemTime::now());
+        }
+        Ok(self.reply(&st))
+    }
+
+    pub fn snapshot(&self, s: Snapshot) -> Result<Reply, Refusal> {
+        let mut st = self.lock();
+        let a = Self::seen(&mut st, s.agent)?;
+        for p in &s.points {
+            a.series.push(p.clone());
+        }
+        a.latest = Some(Snapshot {
+            points: Vec::new(),
+            ..s
+        });
+        Ok(self.reply(&st))
+    }
+
+    /// Agent 0 asks whether teardown may run: once every other agent has finished or is lost.
+    pub fn teardown(&self, id: usize) -> Result<Reply, Refusal> {
+        let mut st = self.lock();
+        Self::seen(&mut st, id)?;
+        let others_done = st.agents.iter().all(|a| a.index == id || !a.active());
+        let mut r = self.reply(&st);
+        r.go = others_done;
+        Ok(r)
+    }
+
+    pub fn finish(&self, f: Final) -> Result<Reply, Refusal> {
+        let mut st = self.lock();
+        let a = Self::seen(&mut st, f.agent)?;
+        a.done = Some(f);
+        Ok(self.reply(&st))
+    }
+}
