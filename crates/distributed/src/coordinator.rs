@@ -242,6 +242,18 @@ fn progress_line(st: &State, totals: &Totals, elapsed: Duration) -> String {
     )
 }
 
+/// A counter's sum over its series in a snapshot's totals.
+fn counter_sum(metrics: &[volley_metrics::MetricTotal], name: &str) -> f64 {
+    metrics
+        .iter()
+        .filter(|m| m.name == name)
+        .filter_map(|m| match m.to_agg() {
+            Ok(Agg::Counter { sum, .. }) => Some(sum),
+            _ => None,
+        })
+        .sum()
+}
+
 fn at(ms: u64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(ms)
 }
@@ -285,8 +297,13 @@ fn merged(
         let lost_at_s = a
             .lost_at
             .map(|t| t.duration_since(t0).unwrap_or_default().as_secs_f64());
+        let reqs = match (&a.done, &a.latest) {
+            (Some(f), _) => f.result.counter_sum(volley_metrics::names::HTTP_REQS),
+            (None, Some(s)) => counter_sum(&s.metrics, volley_metrics::names::HTTP_REQS),
+            (None, None) => 0.0,
+        };
         agents.push(serde_json::json!({
-            "name": a.name, "segment": a.segment, "lost_at_s": lost_at_s,
+            "name": a.name, "segment": a.segment, "lost_at_s": lost_at_s, "http_reqs": reqs,
         }));
         match (&a.done, a.lost_at) {
             (Some(f), _) => parts.push((a.name.clone(), f.result.clone())),

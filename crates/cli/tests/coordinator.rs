@@ -1,0 +1,319 @@
+//! `volley coordinator` and `volley agent` (docs/distributed-protocol.md): a coordinator and
+//! its agents as real processes on loopback against the built-in target. Every test's load is
+//! bounded in iterations and time; every process is killed if the test fails.
+
+mod common;
+
+use common::{closed_port, exclusive, scratch, target};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "test-token-7f3a";
+
+/// The coordinator and its agents; killed on drop (a failed assertion leaves no process).
+struct Cluster {
+    dir: PathBuf,
+    port: u16,
+    coordinator: Child,
+    agents: Vec<Child>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for c in self.agents.iter_mut().chain(std::iter::once(&mut self.coordinator)) {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn volley_logged(dir: &Path, name: &str) -> Command {
+    let mut c = common::volley();
+    c.stdout(std::fs::File::create(dir.join(format!("{name}.out"))).unwrap())
+        .stderr(std::fs::File::create(dir.join(format!("{name}.err"))).unwrap())
+        .stdin(Stdio::null());
+    c
+}
+
+impl Cluster {
+    /// A coordinator of `script` for `n` agents, with `extra` flags, and `n` agents.
+    fn start(name: &str, script: &str, base: &str, n: usize, extra: &[&str]) -> Cluster {
+        let mut c = Cluster::coordinator(name, script, base, n, extra);
+        for i in 0..n {
+            c.agent(&format!("agent{i}"), TOKEN, &[]);
+        }
+        c
+    }
+
+    fn coordinator(name: &str, script: &str, base: &str, n: usize, extra: &[&str]) -> Cluster {
+        let dir = scratch(&format!("coord-{name}"));
+        std::fs::write(dir.join("test.js"), script).unwrap();
+        let port = closed_port();
+        let coordinator = volley_logged(&dir, "coordinator")
+            .arg("coordinator")
+            .arg(dir.join("test.js"))
+            .args(["--instances", &n.to_string()])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--token", TOKEN, "-e", &format!("BASE={base}")])
+            .arg("--save")
+            .arg(dir.join("merged.json"))
+            .args(extra)
+            .spawn()
+            .unwrap();
+        Cluster {
+            dir,
+            port,
+            coordinator,
+            agents: Vec::new(),
+        }
+    }
+
+    /// An agent (retrying for 20 s unless `extra` says otherwise).
+    fn agent(&mut self, name: &str, token: &str, extra: &[&str]) {
+        let extra: Vec<&str> = if extra.contains(&"--retry-for") {
+            extra.to_vec()
+        } else {
+            [extra, &["--retry-for", "20s"]].concat()
+        };
+        let a = volley_logged(&self.dir, name)
+            .arg("agent")
+            .args(["--coordinator", &format!("127.0.0.1:{}", self.port)])
+            .args(["--token", token, "--name", name, "--threads", "1"])
+            .args(extra)
+            .spawn()
+            .unwrap();
+        self.agents.push(a);
+    }
+
+    /// The coordinator's exit status, waiting at most `limit`.
+    fn wait(&mut self, limit: Duration) -> ExitStatus {
+        wait_within(&mut self.coordinator, limit, "the coordinator")
+    }
+
+    fn agent_statuses(&mut self, limit: Duration) -> Vec<ExitStatus> {
+        let n = self.agents.len();
+        (0..n)
+            .map(|i| wait_within(&mut self.agents[i], limit, "an agent"))
+            .collect()
+    }
+
+    fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.join(name)).unwrap_or_default()
+    }
+
+    fn merged(&self) -> serde_json::Value {
+        let text = std::fs::read_to_string(self.dir.join("merged.json")).unwrap_or_else(|e| {
+            panic!(
+                "no merged result ({e}); coordinator stderr:\n{}",
+                self.log("coordinator.err")
+            )
+        });
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// Every agent's stderr, concatenated.
+    fn agent_logs(&self) -> String {
+        (0..self.agents.len())
+            .map(|i| self.log(&format!("agent{i}.err")))
+            .collect()
+    }
+}
+
+fn wait_within(c: &mut Child, limit: Duration, what: &str) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(s) = c.try_wait().unwrap() {
+            return s;
+        }
+        assert!(start.elapsed() < limit, "{what} did not end within {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn http_reqs(r: &serde_json::Value) -> f64 {
+    common::counter(r, "http_reqs")
+}
+
+/// 300 requests shared by 3 VUs; setup's data logged by every VU's first iteration, and by
+/// teardown.
+const SHARED: &str = r#"
+import http from 'k6/http';
+export const options = {
+  scenarios: { s: { executor: 'shared-iterations', vus: 3, iterations: 300, maxDuration: '30s' } },
+};
+export function setup() { console.log('SETUP-RAN'); return { secret: 'from-setup-' + 42 }; }
+export default function (d) {
+  http.get(`${__ENV.BASE}/`);
+  if (__ITER === 0) console.log(`DATA=${JSON.stringify(d)}`);
+}
+export function teardown(d) { console.log(`TEARDOWN=${JSON.stringify(d)}`); }
+"#;
+
+#[test]
+fn merged_count_equals_the_targets_and_setup_data_reaches_every_agent() {
+    let _g = exclusive();
+    let t = target();
+    let mut c = Cluster::start("count", SHARED, &t.url(), 3, &[]);
+    let status = c.wait(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0), "{}", c.log("coordinator.err"));
+    assert!(c.agent_statuses(Duration::from_secs(10)).iter().all(|s| s.success()));
+    let r = c.merged();
+    assert_eq!(http_reqs(&r), 300.0);
+    assert_eq!(t.stats().requests, 300, "the target saw what the merge counts");
+    assert_eq!(r["meta"]["instances"], 3);
+    let logs = c.agent_logs();
+    assert_eq!(logs.matches("SETUP-RAN").count(), 1, "{logs}");
+    let data = r#"DATA={\"secret\":\"from-setup-42\"}"#;
+    assert_eq!(logs.matches(data).count(), 3, "one VU per agent sees setup's data: {logs}");
+    assert_eq!(
+        logs.matches(r#"TEARDOWN={\"secret\":\"from-setup-42\"}"#).count(),
+        1,
+        "{logs}"
+    );
+}
+
+/// 10 requests per agent: `count<25` holds on each agent's share and fails on the whole.
+const COMBINED: &str = r#"
+import http from 'k6/http';
+export const options = {
+  scenarios: { s: { executor: 'per-vu-iterations', vus: 3, iterations: 10, maxDuration: '30s' } },
+  thresholds: { http_reqs: ['count<25'] },
+};
+export default function () { http.get(`${__ENV.BASE}/`); }
+"#;
+
+#[test]
+fn a_threshold_only_the_combined_load_crosses_fails_with_99() {
+    let _g = exclusive();
+    let t = target();
+    let mut c = Cluster::start("combined", COMBINED, &t.url(), 3, &[]);
+    let status = c.wait(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(99), "{}", c.log("coordinator.err"));
+    assert!(c.agent_statuses(Duration::from_secs(10)).iter().all(|s| s.success()));
+    let r = c.merged();
+    assert_eq!(http_reqs(&r), 30.0);
+    assert_eq!(r["thresholds"][0]["ok"], false);
+    assert!(c
+        .log("coordinator.err")
+        .contains("thresholds on metrics 'http_reqs' have been crossed"));
+}
+
+/// A minute of load unless abortOnFail stops it: 50 requests in all cross the threshold.
+const ABORT: &str = r#"
+import http from 'k6/http';
+import { sleep } from 'k6';
+export const options = {
+  scenarios: { s: { executor: 'constant-vus', vus: 3, duration: '60s' } },
+  thresholds: { http_reqs: [{ threshold: 'count<50', abortOnFail: true }] },
+};
+export default function () { http.get(`${__ENV.BASE}/`); sleep(0.01); }
+"#;
+
+#[test]
+fn abort_on_fail_on_the_merged_figures_stops_every_agent_within_two_seconds() {
+    let _g = exclusive();
+    let t = target();
+    let mut c = Cluster::start("abort", ABORT, &t.url(), 3, &[]);
+    let status = c.wait(Duration::from_secs(30));
+    let agents = c.agent_statuses(Duration::from_secs(5));
+    assert_eq!(status.code(), Some(99), "{}", c.log("coordinator.err"));
+    assert!(agents.iter().all(|s| s.success()), "{}", c.agent_logs());
+    let r = c.merged();
+    assert_eq!(r["thresholds"][0]["aborted"], true);
+    // Crossed within the first second of the merged figures (judged once a second), the
+    // stop reaches the agents with their next snapshot's answer (a second): generous on a
+    // shared machine, far from the minute the test would otherwise last.
+    let d = r["meta"]["duration_s"].as_f64().unwrap();
+    assert!(d < 2.0 + 3.0, "the agents ran {d}s");
+    assert!(c.log("coordinator.err").contains("abortOnFail"));
+}
+
+/// 40 paced iterations per agent (4 s): an agent killed after a second or so stops short.
+const PACED: &str = r#"
+import http from 'k6/http';
+import { sleep } from 'k6';
+export const options = {
+  scenarios: { s: { executor: 'per-vu-iterations', vus: 3, iterations: 40, maxDuration: '30s' } },
+};
+export default function () { http.get(`${__ENV.BASE}/`); sleep(0.1); }
+"#;
+
+#[test]
+fn an_agent_killed_mid_run_is_reported_lost_and_the_others_data_is_intact() {
+    let _g = exclusive();
+    let t = target();
+    let mut c = Cluster::start("lost", PACED, &t.url(), 3, &["--agent-timeout", "2s"]);
+    let begun = Instant::now();
+    while t.stats().requests < 20 {
+        assert!(begun.elapsed() < Duration::from_secs(30), "the run did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(1200));
+    c.agents[2].kill().unwrap();
+    let status = c.wait(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0), "{}", c.log("coordinator.err"));
+    let err = c.log("coordinator.err");
+    assert!(err.contains("agent 'agent2'") && err.contains("lost"), "{err}");
+    let r = c.merged();
+    let agents = r["options"]["distributed"]["agents"].as_array().unwrap();
+    let lost: Vec<_> = agents.iter().filter(|a| !a["lost_at_s"].is_null()).collect();
+    assert_eq!(lost.len(), 1, "{agents:?}");
+    assert_eq!(lost[0]["name"], "agent2");
+    let events = r["events"].as_array().unwrap();
+    assert!(events.iter().any(|e| e["kind"] == "agent_lost" && e["target"] == "agent2"));
+    // The survivors' 40 requests each, and what the lost one had reported (some, not all).
+    let partial = lost[0]["http_reqs"].as_f64().unwrap();
+    assert!(partial > 0.0 && partial < 40.0, "lost agent's share: {partial}");
+    assert_eq!(http_reqs(&r), 80.0 + partial);
+    assert!(t.stats().requests as f64 >= http_reqs(&r));
+}
+
+#[test]
+fn a_wrong_token_is_refused_and_the_agent_says_so() {
+    let t = target();
+    let mut c = Cluster::coordinator("token", COMBINED, &t.url(), 1, &["--start-timeout", "3s"]);
+    c.agent("agent0", "not-the-token", &[]);
+    let agent = c.agent_statuses(Duration::from_secs(30));
+    assert_eq!(agent[0].code(), Some(1));
+    let err = c.log("agent0.err");
+    assert!(err.contains("refused the token (HTTP 401)"), "{err}");
+    let status = c.wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(1));
+    assert!(c.log("coordinator.err").contains("0 of 1 agents registered"));
+    assert_eq!(t.stats().requests, 0);
+}
+
+#[test]
+fn an_agent_of_a_tls_coordinator_needs_its_ca() {
+    let _g = exclusive();
+    let t = target();
+    let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let dir = scratch("coord-tls-pki");
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, ck.cert.pem()).unwrap();
+    std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
+    let (cert_s, key_s) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let flags = ["--tls-cert", cert_s, "--tls-key", key_s, "--start-timeout", "20s"];
+    let mut c = Cluster::coordinator("tls", COMBINED, &t.url(), 1, &flags);
+    // A plain-text agent cannot talk to it; one that trusts the CA can.
+    c.agent("agent0", TOKEN, &["--retry-for", "1s"]);
+    let plain = c.agent_statuses(Duration::from_secs(30));
+    assert_eq!(plain[0].code(), Some(1), "{}", c.log("agent0.err"));
+    c.agents.clear();
+    c.agent("agent0", TOKEN, &["--tls-ca", cert_s]);
+    let status = c.wait(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(99), "{}", c.log("coordinator.err"));
+    assert_eq!(http_reqs(&c.merged()), 30.0);
+}
+
+#[test]
+fn the_coordinator_wants_a_token() {
+    let o = common::volley()
+        .args(["coordinator", "x.js", "--instances", "2", "--listen", "127.0.0.1:0"])
+        .env_remove("VOLLEY_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(common::stderr(&o).contains("no token: give --token T or set VOLLEY_TOKEN"));
+}
