@@ -21,7 +21,11 @@ struct Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        for c in self.agents.iter_mut().chain(std::iter::once(&mut self.coordinator)) {
+        for c in self
+            .agents
+            .iter_mut()
+            .chain(std::iter::once(&mut self.coordinator))
+        {
             let _ = c.kill();
             let _ = c.wait();
         }
@@ -126,7 +130,10 @@ fn wait_within(c: &mut Child, limit: Duration, what: &str) -> ExitStatus {
         if let Some(s) = c.try_wait().unwrap() {
             return s;
         }
-        assert!(start.elapsed() < limit, "{what} did not end within {limit:?}");
+        assert!(
+            start.elapsed() < limit,
+            "{what} did not end within {limit:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -157,17 +164,29 @@ fn merged_count_equals_the_targets_and_setup_data_reaches_every_agent() {
     let mut c = Cluster::start("count", SHARED, &t.url(), 3, &[]);
     let status = c.wait(Duration::from_secs(60));
     assert_eq!(status.code(), Some(0), "{}", c.log("coordinator.err"));
-    assert!(c.agent_statuses(Duration::from_secs(10)).iter().all(|s| s.success()));
+    assert!(c
+        .agent_statuses(Duration::from_secs(10))
+        .iter()
+        .all(|s| s.success()));
     let r = c.merged();
     assert_eq!(http_reqs(&r), 300.0);
-    assert_eq!(t.stats().requests, 300, "the target saw what the merge counts");
+    assert_eq!(
+        t.stats().requests,
+        300,
+        "the target saw what the merge counts"
+    );
     assert_eq!(r["meta"]["instances"], 3);
     let logs = c.agent_logs();
     assert_eq!(logs.matches("SETUP-RAN").count(), 1, "{logs}");
     let data = r#"DATA={\"secret\":\"from-setup-42\"}"#;
-    assert_eq!(logs.matches(data).count(), 3, "one VU per agent sees setup's data: {logs}");
     assert_eq!(
-        logs.matches(r#"TEARDOWN={\"secret\":\"from-setup-42\"}"#).count(),
+        logs.matches(data).count(),
+        3,
+        "one VU per agent sees setup's data: {logs}"
+    );
+    assert_eq!(
+        logs.matches(r#"TEARDOWN={\"secret\":\"from-setup-42\"}"#)
+            .count(),
         1,
         "{logs}"
     );
@@ -190,7 +209,10 @@ fn a_threshold_only_the_combined_load_crosses_fails_with_99() {
     let mut c = Cluster::start("combined", COMBINED, &t.url(), 3, &[]);
     let status = c.wait(Duration::from_secs(60));
     assert_eq!(status.code(), Some(99), "{}", c.log("coordinator.err"));
-    assert!(c.agent_statuses(Duration::from_secs(10)).iter().all(|s| s.success()));
+    assert!(c
+        .agent_statuses(Duration::from_secs(10))
+        .iter()
+        .all(|s| s.success()));
     let r = c.merged();
     assert_eq!(http_reqs(&r), 30.0);
     assert_eq!(r["thresholds"][0]["ok"], false);
@@ -246,7 +268,10 @@ fn an_agent_killed_mid_run_is_reported_lost_and_the_others_data_is_intact() {
     let mut c = Cluster::start("lost", PACED, &t.url(), 3, &["--agent-timeout", "2s"]);
     let begun = Instant::now();
     while t.stats().requests < 20 {
-        assert!(begun.elapsed() < Duration::from_secs(30), "the run did not start");
+        assert!(
+            begun.elapsed() < Duration::from_secs(30),
+            "the run did not start"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(1200));
@@ -254,17 +279,28 @@ fn an_agent_killed_mid_run_is_reported_lost_and_the_others_data_is_intact() {
     let status = c.wait(Duration::from_secs(60));
     assert_eq!(status.code(), Some(0), "{}", c.log("coordinator.err"));
     let err = c.log("coordinator.err");
-    assert!(err.contains("agent 'agent2'") && err.contains("lost"), "{err}");
+    assert!(
+        err.contains("agent 'agent2'") && err.contains("lost"),
+        "{err}"
+    );
     let r = c.merged();
     let agents = r["options"]["distributed"]["agents"].as_array().unwrap();
-    let lost: Vec<_> = agents.iter().filter(|a| !a["lost_at_s"].is_null()).collect();
+    let lost: Vec<_> = agents
+        .iter()
+        .filter(|a| !a["lost_at_s"].is_null())
+        .collect();
     assert_eq!(lost.len(), 1, "{agents:?}");
     assert_eq!(lost[0]["name"], "agent2");
     let events = r["events"].as_array().unwrap();
-    assert!(events.iter().any(|e| e["kind"] == "agent_lost" && e["target"] == "agent2"));
+    assert!(events
+        .iter()
+        .any(|e| e["kind"] == "agent_lost" && e["target"] == "agent2"));
     // The survivors' 40 requests each, and what the lost one had reported (some, not all).
     let partial = lost[0]["http_reqs"].as_f64().unwrap();
-    assert!(partial > 0.0 && partial < 40.0, "lost agent's share: {partial}");
+    assert!(
+        partial > 0.0 && partial < 40.0,
+        "lost agent's share: {partial}"
+    );
     assert_eq!(http_reqs(&r), 80.0 + partial);
     assert!(t.stats().requests as f64 >= http_reqs(&r));
 }
@@ -280,7 +316,9 @@ fn a_wrong_token_is_refused_and_the_agent_says_so() {
     assert!(err.contains("refused the token (HTTP 401)"), "{err}");
     let status = c.wait(Duration::from_secs(30));
     assert_eq!(status.code(), Some(1));
-    assert!(c.log("coordinator.err").contains("0 of 1 agents registered"));
+    assert!(c
+        .log("coordinator.err")
+        .contains("0 of 1 agents registered"));
     assert_eq!(t.stats().requests, 0);
 }
 
@@ -294,7 +332,14 @@ fn an_agent_of_a_tls_coordinator_needs_its_ca() {
     std::fs::write(&cert, ck.cert.pem()).unwrap();
     std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
     let (cert_s, key_s) = (cert.to_str().unwrap(), key.to_str().unwrap());
-    let flags = ["--tls-cert", cert_s, "--tls-key", key_s, "--start-timeout", "20s"];
+    let flags = [
+        "--tls-cert",
+        cert_s,
+        "--tls-key",
+        key_s,
+        "--start-timeout",
+        "20s",
+    ];
     let mut c = Cluster::coordinator("tls", COMBINED, &t.url(), 1, &flags);
     // A plain-text agent cannot talk to it; one that trusts the CA can.
     c.agent("agent0", TOKEN, &["--retry-for", "1s"]);
@@ -310,10 +355,167 @@ fn an_agent_of_a_tls_coordinator_needs_its_ca() {
 #[test]
 fn the_coordinator_wants_a_token() {
     let o = common::volley()
-        .args(["coordinator", "x.js", "--instances", "2", "--listen", "127.0.0.1:0"])
+        .args([
+            "coordinator",
+            "x.js",
+            "--instances",
+            "2",
+            "--listen",
+            "127.0.0.1:0",
+        ])
         .env_remove("VOLLEY_TOKEN")
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(common::stderr(&o).contains("no token: give --token T or set VOLLEY_TOKEN"));
+}
+
+/// Network namespaces, each joined to the host by a veth pair with its own /30; deleted on
+/// drop (deleting a namespace deletes its end of the pair, and with it the host's end).
+struct Namespaces {
+    names: Vec<String>,
+    /// Per namespace: (host side, namespace side) addresses.
+    addrs: Vec<(String, String)>,
+}
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        for n in &self.names {
+            let _ = Command::new("ip").args(["netns", "del", n]).status();
+        }
+    }
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let o = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if o.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr)
+        ))
+    }
+}
+
+impl Namespaces {
+    /// `n` namespaces, or why they cannot be made (not root, no `ip netns`).
+    fn create(n: usize) -> Result<Namespaces, String> {
+        if uid() != 0 {
+            return Err("not running as root".into());
+        }
+        let pid = std::process::id();
+        // A subnet per test process: 10.X.Y.0/24 cut into /30s, one per namespace.
+        let (x, y) = (100 + pid % 100, (pid / 100) % 250);
+        let mut ns = Namespaces {
+            names: Vec::new(),
+            addrs: Vec::new(),
+        };
+        for i in 0..n {
+            let name = format!("vlc{pid}n{i}");
+            let (host_if, ns_if) = (format!("vh{pid}{i}"), format!("vn{pid}{i}"));
+            let host = format!("10.{x}.{y}.{}", 4 * i + 1);
+            let inner = format!("10.{x}.{y}.{}", 4 * i + 2);
+            ip(&["netns", "add", &name])?;
+            ns.names.push(name.clone());
+            ip(&[
+                "link", "add", &host_if, "type", "veth", "peer", "name", &ns_if,
+            ])?;
+            ip(&["link", "set", &ns_if, "netns", &name])?;
+            ip(&["addr", "add", &format!("{host}/30"), "dev", &host_if])?;
+            ip(&["link", "set", &host_if, "up"])?;
+            let inside = |a: &[&str]| ip(&[&["netns", "exec", &name, "ip"], a].concat());
+            inside(&["addr", "add", &format!("{inner}/30"), "dev", &ns_if])?;
+            inside(&["link", "set", &ns_if, "up"])?;
+            inside(&["link", "set", "lo", "up"])?;
+            inside(&["route", "add", "default", "via", &host])?;
+            ns.addrs.push((host, inner));
+        }
+        Ok(ns)
+    }
+}
+
+fn uid() -> u32 {
+    // Whether the test may create namespaces (`id -u`: no unsafe call needed).
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(u32::MAX)
+}
+
+#[test]
+fn agents_in_three_network_namespaces_reach_the_target_from_three_addresses() {
+    let _g = exclusive();
+    let ns = match Namespaces::create(3) {
+        Ok(ns) => ns,
+        Err(e) => {
+            eprintln!("skipped: cannot create network namespaces ({e})");
+            return;
+        }
+    };
+    // The target and the coordinator on the first pair's host address: a local address every
+    // namespace reaches through its own veth (its default route).
+    let host = ns.addrs[0].0.clone();
+    let t = volley_testserver::spawn(volley_testserver::TargetConfig {
+        listen: format!("{host}:0").parse().unwrap(),
+        threads: 1,
+        tls: None,
+        delay_all: None,
+    })
+    .unwrap();
+    let base = format!("http://{}", t.local_addr());
+    let dir = scratch("coord-netns");
+    std::fs::write(dir.join("test.js"), SHARED).unwrap();
+    let port = {
+        let l = std::net::TcpListener::bind(format!("{host}:0")).unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let coordinator = volley_logged(&dir, "coordinator")
+        .arg("coordinator")
+        .arg(dir.join("test.js"))
+        .args(["--instances", "3", "--listen", &format!("{host}:{port}")])
+        .args(["--token", TOKEN, "-e", &format!("BASE={base}")])
+        .arg("--save")
+        .arg(dir.join("merged.json"))
+        .spawn()
+        .unwrap();
+    let mut c = Cluster {
+        dir,
+        port,
+        coordinator,
+        agents: Vec::new(),
+    };
+    for (i, name) in ns.names.iter().enumerate() {
+        let a = Command::new("ip")
+            .args(["netns", "exec", name, env!("CARGO_BIN_EXE_volley"), "agent"])
+            .args(["--coordinator", &format!("{host}:{port}")])
+            .args(["--token", TOKEN, "--name", &format!("agent{i}")])
+            .args(["--threads", "1", "--retry-for", "20s"])
+            .stdout(std::fs::File::create(c.dir.join(format!("agent{i}.out"))).unwrap())
+            .stderr(std::fs::File::create(c.dir.join(format!("agent{i}.err"))).unwrap())
+            .spawn()
+            .unwrap();
+        c.agents.push(a);
+    }
+    let status = c.wait(Duration::from_secs(60));
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "{}{}",
+        c.log("coordinator.err"),
+        c.agent_logs()
+    );
+    assert_eq!(http_reqs(&c.merged()), 300.0);
+    assert_eq!(t.stats().requests, 300);
+    let mut seen: Vec<String> = t.peers().iter().map(|p| p.to_string()).collect();
+    seen.sort();
+    let mut expected: Vec<String> = ns.addrs.iter().map(|a| a.1.clone()).collect();
+    expected.sort();
+    assert_eq!(seen, expected, "one source address per namespace");
 }

@@ -41,7 +41,7 @@
 //! | `/bearer` | 200 `{"authenticated": true, "token": T}` for `Authorization: Bearer T`, else 401 with `WWW-Authenticate: Bearer` |
 //! | `/ws/echo` | WebSocket echo (upgrade; commands for server-initiated close, ping, bursts: see `ws`) |
 //! | `/upload` | POST/PUT (else 405): reads the body frame by frame without buffering, 200 `{"bytes": N}` |
-//! | `/stats` | 200 `{"requests", "bytes_received", "bytes_sent", "connections"}` (numbers) |
+//! | `/stats` | 200 `{"requests", "bytes_received", "bytes_sent", "connections"}` (numbers), `"peers"` (distinct client IPs, at most 64) |
 //! | `/metrics` | Prometheus text: `volley_target_{requests,bytes_received,bytes_sent,connections}_total` |
 //! | anything else | 404 `{"error": "not found", "path": PATH}` |
 //!
@@ -195,6 +195,11 @@ impl RunningTarget {
     /// Current totals (the same numbers `/stats` reports).
     pub fn stats(&self) -> Stats {
         self.counters.snapshot()
+    }
+
+    /// The distinct client addresses seen so far (at most 64; `/stats`' `peers`).
+    pub fn peers(&self) -> Vec<std::net::IpAddr> {
+        self.counters.peers()
     }
 
     /// Stops accepting, ends open connections, and returns once the target's thread and

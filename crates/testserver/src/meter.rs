@@ -35,9 +35,27 @@ pub(crate) struct Counters {
     pub(crate) bytes_received: AtomicU64,
     pub(crate) bytes_sent: AtomicU64,
     pub(crate) connections: AtomicU64,
+    /// Distinct client addresses (up to [`MAX_PEERS`]): tests of distributed runs check that
+    /// the load came from several hosts.
+    pub(crate) peers: std::sync::Mutex<std::collections::BTreeSet<std::net::IpAddr>>,
 }
 
+/// Distinct client addresses remembered; more are not recorded (bounded memory).
+pub(crate) const MAX_PEERS: usize = 64;
+
 impl Counters {
+    pub(crate) fn add_peer(&self, ip: std::net::IpAddr) {
+        let mut p = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        if p.len() < MAX_PEERS {
+            p.insert(ip);
+        }
+    }
+
+    pub(crate) fn peers(&self) -> Vec<std::net::IpAddr> {
+        let p = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        p.iter().copied().collect()
+    }
+
     pub(crate) fn snapshot(&self) -> Stats {
         Stats {
             requests: self.requests.load(Ordering::Relaxed),

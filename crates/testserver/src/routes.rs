@@ -125,6 +125,7 @@ pub(crate) fn monitoring(stats: bool, counters: &Counters) -> Resp {
                 "bytes_received": s.bytes_received,
                 "bytes_sent": s.bytes_sent,
                 "connections": s.connections,
+                "peers": counters.peers().iter().map(|ip| ip.to_string()).collect::<Vec<_>>(),
             }),
         );
     }

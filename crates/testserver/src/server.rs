@@ -62,6 +62,9 @@ pub(crate) async fn serve(
 }
 
 async fn serve_conn(tcp: TcpStream, shared: Arc<Shared>) {
+    if let Ok(peer) = tcp.peer_addr() {
+        shared.counters.add_peer(peer.ip());
+    }
     let meter = Arc::new(ConnMeter::new(shared.counters.clone()));
     let service = ConnService {
         meter: meter.clone(),
