@@ -127,7 +127,7 @@ impl Hub {
     }
 
     /// The agent behind `id`, seen now; refused when unknown or already lost.
-    fn seen<'a>(st: &'a mut State, id: usize) -> Result<&'a mut Agent, Refusal> {
+    fn seen(st: &mut State, id: usize) -> Result<&mut Agent, Refusal> {
         let a = st
             .agents
             .get_mut(id)
