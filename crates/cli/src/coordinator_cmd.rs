@@ -171,16 +171,19 @@ pub fn run(a: CoordinatorArgs) -> i32 {
         return exit::fail(&e);
     }
     let tmp = std::env::temp_dir().join(format!("volley-coordinator-{}", std::process::id()));
-    let setup = Setup {
-        token,
-        env,
-        thresholds,
-        tls,
-        outs,
-        after,
-        mode,
-    };
-    let code = coordinate(&a, setup, &tmp);
+    let code = coordinate(
+        &a,
+        Setup {
+            token,
+            env,
+            thresholds,
+            tls,
+            outs,
+            after,
+            mode,
+        },
+        &tmp,
+    );
     let _ = std::fs::remove_dir_all(&tmp);
     code
 }
@@ -197,16 +200,7 @@ struct Setup {
 }
 
 fn coordinate(a: &CoordinatorArgs, s: Setup, tmp: &Path) -> i32 {
-    let Setup {
-        token,
-        env,
-        thresholds,
-        tls,
-        outs,
-        after,
-        mode,
-    } = s;
-    let archive = match archive_bytes(&a.test, &env, tmp) {
+    let archive = match archive_bytes(&a.test, &s.env, tmp) {
         Ok(p) => p,
         Err(e) => return exit::outcome(&Outcome::ScriptError(e)),
     };
@@ -218,12 +212,12 @@ fn coordinate(a: &CoordinatorArgs, s: Setup, tmp: &Path) -> i32 {
     crate::signals::install(ctl.clone());
     // The whole test, prepared here for what the coordinator judges and shows.
     let cli = CliOptions {
-        thresholds,
+        thresholds: s.thresholds,
         ..CliOptions::default()
     };
     let p = match volley_js::prepare(
         &archive,
-        volley_js::environment(&env, false),
+        volley_js::environment(&s.env, false),
         &cli,
         1,
         std::env::args().collect(),
@@ -236,8 +230,8 @@ fn coordinate(a: &CoordinatorArgs, s: Setup, tmp: &Path) -> i32 {
     let cfg = coordinator::Config {
         instances: a.instances as usize,
         listen: a.listen.clone(),
-        token,
-        tls,
+        token: s.token,
+        tls: s.tls,
         on_agent_loss: match a.on_agent_loss {
             OnLoss::Continue => LossPolicy::Continue,
             OnLoss::Abort => LossPolicy::Abort,
@@ -245,7 +239,7 @@ fn coordinate(a: &CoordinatorArgs, s: Setup, tmp: &Path) -> i32 {
         start_timeout: a.start_timeout,
         agent_timeout: a.agent_timeout,
         archive: bytes,
-        env,
+        env: s.env,
         max_duration_s: p.spec.plan.max_duration().as_secs_f64(),
         thresholds: p.spec.thresholds,
         meta: p.spec.meta,
@@ -267,29 +261,17 @@ fn coordinate(a: &CoordinatorArgs, s: Setup, tmp: &Path) -> i32 {
         Ok(s) => s,
         Err(e) => return exit::fail(&e),
     };
-    let handled = a.no_summary
-        || match p
-            .script
-            .handle_summary(&summary, exit::stdout_is_tty(), tty)
-        {
-            Ok(Some(outs)) => {
-                if let Err(e) = volley_js::handle_summary::write_outputs(&outs) {
-                    log::error(&e);
-                }
-                true
-            }
-            Ok(None) => false,
-            Err(e) => {
-                log::error(&format!("handleSummary: {e}"));
-                false
-            }
-        };
+    let tty_out = (exit::stdout_is_tty(), tty);
+    let handled = a.no_summary || crate::run_cmd::handle_summary(&p.script, &summary, tty_out);
     if !a.quiet && !handled {
-        exit::print(&summary.render(mode));
+        exit::print(&summary.render(s.mode));
     }
-    match Outputs::start(&outs) {
+    match Outputs::start(&s.outs) {
         Ok(o) => o.finish(&ended.result).iter().for_each(|e| log::warn(e)),
         Err(e) => log::warn(&e),
     }
-    exit::outcome(&after.finish(&ended.result, ended.outcome, ctl.was_interrupted()))
+    exit::outcome(
+        &s.after
+            .finish(&ended.result, ended.outcome, ctl.was_interrupted()),
+    )
 }

@@ -235,20 +235,7 @@ pub fn run(mut a: RunArgs) -> i32 {
         std::io::stderr().is_terminal(),
     );
     // --no-summary: neither handleSummary nor the text summary (as k6).
-    let handled = k6.no_summary
-        || match p.script.handle_summary(&summary, tty.0, tty.1) {
-            Ok(Some(outs)) => {
-                if let Err(e) = volley_js::handle_summary::write_outputs(&outs) {
-                    log::error(&e);
-                }
-                true
-            }
-            Ok(None) => false,
-            Err(e) => {
-                log::error(&format!("handleSummary: {e}"));
-                false
-            }
-        };
+    let handled = k6.no_summary || handle_summary(&p.script, &summary, tty);
     if !a.quiet && !handled {
         exit::print(&summary.render(summary_mode));
     }
@@ -289,5 +276,27 @@ pub fn run(mut a: RunArgs) -> i32 {
             code
         }
         _ => exit::outcome(&outcome),
+    }
+}
+
+/// The script's `handleSummary` on `summary`, its outputs written: true when it replaced the
+/// text summary (a failing one is logged, and the default summary is printed).
+pub(crate) fn handle_summary(
+    script: &volley_js::ScriptView,
+    summary: &Summary,
+    tty: (bool, bool),
+) -> bool {
+    match script.handle_summary(summary, tty.0, tty.1) {
+        Ok(Some(outs)) => {
+            if let Err(e) = volley_js::handle_summary::write_outputs(&outs) {
+                log::error(&e);
+            }
+            true
+        }
+        Ok(None) => false,
+        Err(e) => {
+            log::error(&format!("handleSummary: {e}"));
+            false
+        }
     }
 }
