@@ -257,6 +257,13 @@ fn coordinate(a: &CoordinatorArgs, s: Setup, tmp: &Path) -> i32 {
     for l in &ended.lost {
         log::warn(l);
     }
+    if !a.quiet {
+        eprintln!(
+            "volley: merged {} agents' results in {:.3}s",
+            ended.result.meta.instances,
+            ended.merge_time.as_secs_f64()
+        );
+    }
     let summary = match Summary::from_result(&ended.result) {
         Ok(s) => s,
         Err(e) => return exit::fail(&e),

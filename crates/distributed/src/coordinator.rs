@@ -55,6 +55,8 @@ pub struct Ended {
     pub threshold_abort: Option<String>,
     /// One line per lost agent (name, segment, when).
     pub lost: Vec<String>,
+    /// How long the final merge took (the results' decoding, merging and judging).
+    pub merge_time: Duration,
 }
 
 /// Run the coordinator until every agent finished or was lost. `listening` is told the bound
@@ -158,7 +160,9 @@ pub fn run(
         }
     }
     let st = hub.lock();
+    let merging = Instant::now();
     let (result, lost) = merged(&cfg, &st, watch.aborted(), ctl.was_interrupted())?;
+    let merge_time = merging.elapsed();
     let teardown_error = st
         .agents
         .iter()
@@ -182,6 +186,7 @@ pub fn run(
         outcome,
         threshold_abort: watch.message().map(str::to_string),
         lost,
+        merge_time,
     })
 }
 

@@ -197,3 +197,66 @@ impl Hub {
         Ok(self.reply(&st))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hub(n: usize) -> Hub {
+        Hub::new(HubConfig {
+            instances: n,
+            archive: String::new(),
+            env: Vec::new(),
+        })
+    }
+
+    fn reg(h: &Hub, name: &str) -> Result<Assignment, Refusal> {
+        h.register(Register {
+            name: name.into(),
+            version: proto::VERSION.into(),
+        })
+    }
+
+    #[test]
+    fn another_version_is_refused_and_extra_agents_too() {
+        let h = hub(1);
+        let old = h.register(Register {
+            name: "a".into(),
+            version: "0.0.1".into(),
+        });
+        assert_eq!(old.unwrap_err().0, 409);
+        assert_eq!(reg(&h, "a").unwrap().segment, "0:1");
+        assert_eq!(reg(&h, "b").unwrap_err().0, 410);
+    }
+
+    #[test]
+    fn the_barrier_opens_when_every_agent_is_ready_with_setups_data() {
+        let h = hub(2);
+        let (a, b) = (reg(&h, "a").unwrap(), reg(&h, "b").unwrap());
+        let r = h
+            .ready(Ready {
+                agent: b.agent,
+                setup_data: Some("ignored: not agent 0".into()),
+            })
+            .unwrap();
+        assert!(!r.go);
+        let r = h
+            .ready(Ready {
+                agent: a.agent,
+                setup_data: Some("{\"k\":1}".into()),
+            })
+            .unwrap();
+        assert!(r.go);
+        assert_eq!(r.setup_data.as_deref(), Some("{\"k\":1}"));
+        // Agent 0's teardown waits for the other agent's end.
+        assert!(!h.teardown(a.agent).unwrap().go);
+        h.lock().agents[1].lost_at = Some(SystemTime::now());
+        assert!(h.teardown(a.agent).unwrap().go);
+        // A lost agent is not heard again.
+        let late = h.snapshot(Snapshot {
+            agent: b.agent,
+            ..Snapshot::default()
+        });
+        assert_eq!(late.unwrap_err().0, 410);
+    }
+}
