@@ -41,13 +41,10 @@ pub fn run(a: MergeArgs) -> i32 {
         Ok(m) => m,
         Err(e) => return exit::usage(&e),
     };
-    let mut results = Vec::new();
-    for f in &a.files {
-        match RunResult::read(f) {
-            Ok(r) => results.push((f.display().to_string(), r)),
-            Err(e) => return exit::fail(&e),
-        }
-    }
+    let results = match read_all(&a.files) {
+        Ok(r) => r,
+        Err(e) => return exit::fail(&e),
+    };
     let inputs: Vec<(&str, &RunResult)> = results.iter().map(|(n, r)| (n.as_str(), r)).collect();
     let merged = match volley_run::merge::merge(&inputs, a.force) {
         Ok(m) => m,
@@ -80,6 +77,32 @@ pub fn run(a: MergeArgs) -> i32 {
         None => Outcome::Passed,
     };
     exit::outcome(&after.finish(&merged, outcome, false))
+}
+
+/// Read the files, as many at once as there are cores (parsing dominates: an hour-long
+/// result is tens of MB of JSON).
+fn read_all(files: &[PathBuf]) -> Result<Vec<(String, RunResult)>, String> {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut out = Vec::with_capacity(files.len());
+    for chunk in files.chunks(n) {
+        let read: Vec<Result<RunResult, String>> = std::thread::scope(|s| {
+            let readers: Vec<_> = chunk
+                .iter()
+                .map(|f| s.spawn(move || RunResult::read(f)))
+                .collect();
+            readers
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("cannot read a file".into()))
+                })
+                .collect()
+        });
+        for (f, r) in chunk.iter().zip(read) {
+            out.push((f.display().to_string(), r?));
+        }
+    }
+    Ok(out)
 }
 
 /// Run `script`'s handleSummary on `summary`: Ok(false) when it has none.

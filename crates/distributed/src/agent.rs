@@ -212,14 +212,16 @@ impl Link {
         teardown_error: Option<String>,
         aborted: Option<String>,
     ) -> Result<(), String> {
-        self.done.store(true, Ordering::SeqCst);
         let f = Final {
             agent: self.agent,
             result: result.clone(),
             teardown_error,
             aborted,
         };
-        match self.ask(proto::FINAL, &f) {
+        // Snapshots go on while the result is encoded and sent: they are the heartbeat.
+        let sent = self.ask(proto::FINAL, &f);
+        self.done.store(true, Ordering::SeqCst);
+        match sent {
             Some(_) => Ok(()),
             None => Err(self
                 .failure()

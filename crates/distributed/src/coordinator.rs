@@ -16,6 +16,9 @@ use volley_run::execute::{holds_now, judge, thresholds_message, AbortWatch};
 use volley_run::thresholds::Threshold;
 use volley_run::Outcome;
 
+/// The shortest time between two live judgements of `abortOnFail` thresholds.
+const JUDGE_EVERY: Duration = Duration::from_millis(200);
+
 /// What the coordinator does when an agent stops reporting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LossPolicy {
@@ -80,6 +83,8 @@ pub fn run(
     let mut aborted: Option<String> = None;
     let mut next_tick = Instant::now();
     let mut last_progress = Instant::now();
+    let mut last_judged = Instant::now();
+    let watching = cfg.thresholds.iter().any(|t| t.abort_on_fail);
     loop {
         std::thread::sleep(Duration::from_millis(50));
         let mut st = hub.lock();
@@ -137,10 +142,18 @@ pub fn run(
         if !st.agents.iter().any(|a| a.active()) {
             break;
         }
-        if Instant::now() < next_tick {
+        // Judged once a second, and (with abortOnFail thresholds) soon after each new
+        // snapshot, so a crossing stops the agents within about a snapshot period.
+        let due = Instant::now() >= next_tick;
+        let fresh = watching && st.fresh && last_judged.elapsed() >= JUDGE_EVERY;
+        if !due && !fresh {
             continue;
         }
-        next_tick += Duration::from_secs(1);
+        if due {
+            next_tick = Instant::now() + Duration::from_secs(1);
+        }
+        st.fresh = false;
+        last_judged = Instant::now();
         let elapsed = started.elapsed();
         let totals = live_totals(&st);
         let series = || totals.iter().map(|(k, a)| (k.0.as_str(), &k.1, a));
@@ -159,10 +172,7 @@ pub fn run(
             }
         }
     }
-    let st = hub.lock();
-    let merging = Instant::now();
-    let (result, lost) = merged(&cfg, &st, watch.aborted(), ctl.was_interrupted())?;
-    let merge_time = merging.elapsed();
+    let mut st = hub.lock();
     let teardown_error = st
         .agents
         .iter()
@@ -171,6 +181,9 @@ pub fn run(
         .agents
         .iter()
         .find_map(|a| a.done.as_ref()?.aborted.clone());
+    let merging = Instant::now();
+    let (result, lost) = merged(&cfg, &mut st, watch.aborted(), ctl.was_interrupted())?;
+    let merge_time = merging.elapsed();
     let outcome = match Outcome::of_run(
         teardown_error.as_deref(),
         aborted.as_deref().or(script_abort.as_deref()),
@@ -281,10 +294,10 @@ fn partial(
     RunResult::new(meta, template.clone(), s.metrics.clone(), series.clone())
 }
 
-/// One judged result from the final results and the lost agents' parts.
+/// One judged result from the final results (moved out of `st`) and the lost agents' parts.
 fn merged(
     cfg: &Config,
-    st: &State,
+    st: &mut State,
     aborted: &[bool],
     interrupted: bool,
 ) -> Result<(RunResult, Vec<String>), Outcome> {
@@ -298,7 +311,7 @@ fn merged(
     let mut lost = Vec::new();
     let mut events = Vec::new();
     let mut agents = Vec::new();
-    for a in &st.agents {
+    for a in st.agents.iter_mut() {
         let lost_at_s = a
             .lost_at
             .map(|t| t.duration_since(t0).unwrap_or_default().as_secs_f64());
@@ -310,8 +323,8 @@ fn merged(
         agents.push(serde_json::json!({
             "name": a.name, "segment": a.segment, "lost_at_s": lost_at_s, "http_reqs": reqs,
         }));
-        match (&a.done, a.lost_at) {
-            (Some(f), _) => parts.push((a.name.clone(), f.result.clone())),
+        match (a.done.take(), a.lost_at) {
+            (Some(f), _) => parts.push((a.name.clone(), f.result)),
             (None, Some(when)) => {
                 let at_s = lost_at_s.unwrap_or_default();
                 lost.push(format!(

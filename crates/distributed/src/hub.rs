@@ -50,6 +50,8 @@ pub struct State {
     pub stop: bool,
     /// The run cannot start: every waiting agent is told why.
     pub fail: Option<String>,
+    /// A snapshot came since the coordinator last merged.
+    pub fresh: bool,
 }
 
 pub struct Hub {
@@ -173,10 +175,13 @@ impl Hub {
         for p in &s.points {
             a.series.push(p.clone());
         }
-        a.latest = Some(Snapshot {
-            points: Vec::new(),
-            ..s
-        });
+        if !s.metrics.is_empty() {
+            a.latest = Some(Snapshot {
+                points: Vec::new(),
+                ..s
+            });
+            st.fresh = true;
+        }
         Ok(self.reply(&st))
     }
 

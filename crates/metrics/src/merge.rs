@@ -185,12 +185,15 @@ fn merge_totals<'a>(
 
 /// Fold a parallel instance's point into `p` (same interval).
 fn absorb_parallel(p: &mut Point, o: &Point) {
-    for v in &o.values {
-        match p
-            .values
-            .iter_mut()
-            .find(|x| x.name == v.name && x.tags == v.tags)
-        {
+    for (i, v) in o.values.iter().enumerate() {
+        // Instances of one test list their series in the same order: look there first (a
+        // search per series made merging hour-long files quadratic in the series count).
+        let same = |x: &crate::series::SeriesValue| x.name == v.name && x.tags == v.tags;
+        let at = match p.values.get(i) {
+            Some(x) if same(x) => Some(i),
+            _ => p.values.iter().position(same),
+        };
+        match at.map(|i| &mut p.values[i]) {
             Some(x) if PER_INSTANCE.contains(&v.name.as_str()) => {
                 if let (
                     Stat::Gauge { last, min, max },
@@ -235,19 +238,29 @@ fn merge_series<'a>(results: impl Iterator<Item = &'a RunResult> + Clone) -> Ser
     }
     let mut points: BTreeMap<u64, Point> = BTreeMap::new();
     for r in results {
-        let mut s = r.series.clone();
-        while s.bucket_s < out.bucket_s {
-            s.coarsen();
-        }
+        // Copied only when it must be coarsened to the common width.
+        let coarse;
+        let s = if r.series.bucket_s < out.bucket_s {
+            let mut c = r.series.clone();
+            while c.bucket_s < out.bucket_s {
+                c.coarsen();
+            }
+            coarse = c;
+            &coarse
+        } else {
+            &r.series
+        };
         // The wall-clock second each bucket began in, from the earliest start; kept on the
         // bucket grid when buckets are wider than a second.
         let shift = (r.meta.started_unix_ms / 1000 - first_s) / out.bucket_s * out.bucket_s;
-        for mut p in s.points {
-            p.t += shift;
-            match points.get_mut(&p.t) {
-                Some(x) => absorb_parallel(x, &p),
+        for p in &s.points {
+            let t = p.t + shift;
+            match points.get_mut(&t) {
+                Some(x) => absorb_parallel(x, p),
                 None => {
-                    points.insert(p.t, p);
+                    let mut p = p.clone();
+                    p.t = t;
+                    points.insert(t, p);
                 }
             }
         }
