@@ -239,6 +239,7 @@ impl Link {
         Box::new(Feed {
             link: self.clone(),
             next_t: 0,
+            started_ms: None,
         })
     }
 }
@@ -270,6 +271,7 @@ impl Gates for LinkGates {
 struct Feed {
     link: Arc<Link>,
     next_t: u64,
+    started_ms: Option<u64>,
 }
 
 impl Observer for Feed {
@@ -279,7 +281,10 @@ impl Observer for Feed {
             .totals()
             .map(|(d, a)| MetricTotal::from_agg(d, a))
             .collect();
-        let started = SystemTime::now() - tick.elapsed;
+        // Computed once: the coordinator places every point by this start.
+        let started = *self
+            .started_ms
+            .get_or_insert_with(|| volley_metrics::time::unix_ms(SystemTime::now() - tick.elapsed));
         let mut p = self.link.pending.lock().unwrap();
         let from = self.next_t;
         for pt in tick.agg.series().points.iter().filter(|p| p.t >= from) {
@@ -287,7 +292,7 @@ impl Observer for Feed {
             self.next_t = pt.t + pt.w;
         }
         p.metrics = metrics;
-        p.started_unix_ms = volley_metrics::time::unix_ms(started);
+        p.started_unix_ms = started;
         p.elapsed_s = tick.elapsed.as_secs_f64();
     }
 }

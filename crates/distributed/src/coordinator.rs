@@ -276,12 +276,11 @@ fn at(ms: u64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(ms)
 }
 
-/// A lost agent's part: its last running totals and the points it sent.
+/// A lost agent's part: its last running totals (its points are in the live series).
 fn partial(
     cfg: &Config,
     template: &serde_json::Value,
     s: &Snapshot,
-    series: &volley_metrics::Series,
     lost_at: SystemTime,
 ) -> RunResult {
     let start = at(s.started_unix_ms);
@@ -291,7 +290,12 @@ fn partial(
         Duration::from_secs_f64(s.elapsed_s.max(0.0)),
         false,
     );
-    RunResult::new(meta, template.clone(), s.metrics.clone(), series.clone())
+    RunResult::new(
+        meta,
+        template.clone(),
+        s.metrics.clone(),
+        volley_metrics::Series::default(),
+    )
 }
 
 /// One judged result from the final results (moved out of `st`) and the lost agents' parts.
@@ -324,7 +328,12 @@ fn merged(
             "name": a.name, "segment": a.segment, "lost_at_s": lost_at_s, "http_reqs": reqs,
         }));
         match (a.done.take(), a.lost_at) {
-            (Some(f), _) => parts.push((a.name.clone(), f.result)),
+            (Some(f), _) => {
+                // The series is the live one (below): only the totals are merged here.
+                let mut r = f.result;
+                r.series.points.clear();
+                parts.push((a.name.clone(), r));
+            }
             (None, Some(when)) => {
                 let at_s = lost_at_s.unwrap_or_default();
                 lost.push(format!(
@@ -342,7 +351,7 @@ fn merged(
                     error: None,
                 });
                 if let Some(s) = &a.latest {
-                    parts.push((a.name.clone(), partial(cfg, &template, s, &a.series, when)));
+                    parts.push((a.name.clone(), partial(cfg, &template, s, when)));
                 }
             }
             (None, None) => {}
@@ -357,6 +366,8 @@ fn merged(
     // Forced: a lost agent's part carries the template's options, not its own segment.
     let mut result = volley_metrics::merge::merge(&inputs, true)
         .map_err(|e| Outcome::Failure(format!("cannot merge the agents' results: {e}")))?;
+    let live = std::mem::replace(&mut st.live, crate::live::LiveSeries::new(0));
+    result.series = live.rebased(result.meta.started_unix_ms);
     result.meta.command = cfg.meta.command.clone();
     result.meta.name = cfg.meta.name.clone();
     result.meta.host = cfg.meta.host.clone();

@@ -4,10 +4,11 @@
 //! once-a-second loop ([`crate::coordinator`]) share it behind one mutex; nothing slow
 //! happens while it is held.
 
+use crate::live::LiveSeries;
 use crate::proto::{self, Assignment, Final, Ready, Register, Reply, Snapshot};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Instant, SystemTime};
-use volley_metrics::Series;
+use volley_metrics::Point;
 
 /// What the coordinator hands out.
 pub struct HubConfig {
@@ -26,8 +27,9 @@ pub struct Agent {
     pub ready: bool,
     /// Its latest running totals.
     pub latest: Option<Snapshot>,
-    /// Its one-second points so far (kept for an agent that is lost before its end).
-    pub series: Series,
+    /// Its run's start (its points' t = 0) and how far its points have come.
+    pub started_unix_ms: Option<u64>,
+    pub next_t: u64,
     pub done: Option<Final>,
     pub lost_at: Option<SystemTime>,
 }
@@ -40,7 +42,6 @@ impl Agent {
 }
 
 /// Everything shared between the handlers and the loop.
-#[derive(Default)]
 pub struct State {
     pub agents: Vec<Agent>,
     pub setup_data: Option<String>,
@@ -52,6 +53,8 @@ pub struct State {
     pub fail: Option<String>,
     /// A snapshot came since the coordinator last merged.
     pub fresh: bool,
+    /// Every agent's points, merged as they come.
+    pub live: LiveSeries,
 }
 
 pub struct Hub {
@@ -66,7 +69,16 @@ impl Hub {
     pub fn new(cfg: HubConfig) -> Hub {
         Hub {
             cfg,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                agents: Vec::new(),
+                setup_data: None,
+                started: None,
+                started_wall: None,
+                stop: false,
+                fail: None,
+                fresh: false,
+                live: LiveSeries::new(volley_metrics::time::unix_ms(SystemTime::now())),
+            }),
         }
     }
 
@@ -113,7 +125,8 @@ impl Hub {
             last_seen: Instant::now(),
             ready: false,
             latest: None,
-            series: Series::default(),
+            started_unix_ms: None,
+            next_t: 0,
             done: None,
             lost_at: None,
         });
@@ -129,9 +142,8 @@ impl Hub {
     }
 
     /// The agent behind `id`, seen now; refused when unknown or already lost.
-    fn seen(st: &mut State, id: usize) -> Result<&mut Agent, Refusal> {
-        let a = st
-            .agents
+    fn seen(agents: &mut [Agent], id: usize) -> Result<&mut Agent, Refusal> {
+        let a = agents
             .get_mut(id)
             .ok_or_else(|| (404, format!("no agent {id}: register first")))?;
         if a.lost_at.is_some() {
@@ -153,7 +165,7 @@ impl Hub {
     /// An agent is at the start barrier; the barrier passes when all are.
     pub fn ready(&self, r: Ready) -> Result<Reply, Refusal> {
         let mut st = self.lock();
-        let a = Self::seen(&mut st, r.agent)?;
+        let a = Self::seen(&mut st.agents, r.agent)?;
         a.ready = true;
         if a.index == 0 {
             st.setup_data = r.setup_data;
@@ -170,11 +182,11 @@ impl Hub {
     }
 
     pub fn snapshot(&self, s: Snapshot) -> Result<Reply, Refusal> {
-        let mut st = self.lock();
-        let a = Self::seen(&mut st, s.agent)?;
-        for p in &s.points {
-            a.series.push(p.clone());
-        }
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let a = Self::seen(&mut st.agents, s.agent)?;
+        let start = *a.started_unix_ms.get_or_insert(s.started_unix_ms);
+        take_points(&mut st.live, a, start, &s.points);
         if !s.metrics.is_empty() {
             a.latest = Some(Snapshot {
                 points: Vec::new(),
@@ -182,13 +194,13 @@ impl Hub {
             });
             st.fresh = true;
         }
-        Ok(self.reply(&st))
+        Ok(self.reply(st))
     }
 
     /// Agent 0 asks whether teardown may run: once every other agent has finished or is lost.
     pub fn teardown(&self, id: usize) -> Result<Reply, Refusal> {
         let mut st = self.lock();
-        Self::seen(&mut st, id)?;
+        Self::seen(&mut st.agents, id)?;
         let others_done = st.agents.iter().all(|a| a.index == id || !a.active());
         let mut r = self.reply(&st);
         r.go = others_done;
@@ -196,10 +208,26 @@ impl Hub {
     }
 
     pub fn finish(&self, f: Final) -> Result<Reply, Refusal> {
-        let mut st = self.lock();
-        let a = Self::seen(&mut st, f.agent)?;
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let a = Self::seen(&mut st.agents, f.agent)?;
+        // The points sent since its last snapshot come with the result.
+        let start = *a
+            .started_unix_ms
+            .get_or_insert(f.result.meta.started_unix_ms);
+        take_points(&mut st.live, a, start, &f.result.series.points);
         a.done = Some(f);
-        Ok(self.reply(&st))
+        Ok(self.reply(st))
+    }
+}
+
+/// The agent's points not seen yet, into the live series.
+fn take_points(live: &mut LiveSeries, a: &mut Agent, start: u64, points: &[Point]) {
+    for p in points {
+        if p.t >= a.next_t {
+            live.add(start, p);
+            a.next_t = p.t + p.w;
+        }
     }
 }
 

@@ -11,6 +11,7 @@
 //! - [`server`]: the coordinator's hyper server (HTTP/1.1 and HTTP/2, optional TLS).
 //! - [`hub`]: the coordinator's shared state: registrations, the start barrier, snapshots,
 //!   final results, lost agents, the stop flag.
+//! - [`live`]: the run's one per-second series, merged from the agents' points as they come.
 //! - [`coordinator`]: the coordinator's run: barrier, once-a-second merge, progress and
 //!   `abortOnFail`, loss policy, the final merge and its verdict.
 //! - [`agent`]: registration and the running agent's [`agent::Link`] (barriers for the
@@ -19,6 +20,7 @@
 pub mod agent;
 pub mod coordinator;
 pub mod hub;
+pub mod live;
 pub mod proto;
 pub mod server;
 pub mod wire;

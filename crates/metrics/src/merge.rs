@@ -183,8 +183,9 @@ fn merge_totals<'a>(
         .collect())
 }
 
-/// Fold a parallel instance's point into `p` (same interval).
-fn absorb_parallel(p: &mut Point, o: &Point) {
+/// Fold a parallel instance's point into `p` (same interval): stats merge, the per-instance
+/// gauges (`vus`, `vus_max`) add. A coordinator merging live series uses it too.
+pub fn absorb_instance(p: &mut Point, o: &Point) {
     for (i, v) in o.values.iter().enumerate() {
         // Instances of one test list their series in the same order: look there first (a
         // search per series made merging hour-long files quadratic in the series count).
@@ -256,7 +257,7 @@ fn merge_series<'a>(results: impl Iterator<Item = &'a RunResult> + Clone) -> Ser
         for p in &s.points {
             let t = p.t + shift;
             match points.get_mut(&t) {
-                Some(x) => absorb_parallel(x, p),
+                Some(x) => absorb_instance(x, p),
                 None => {
                     let mut p = p.clone();
                     p.t = t;
