@@ -20,6 +20,7 @@ mod fault_flags;
 mod history_cmd;
 mod http_cmd;
 mod k6_flags;
+mod k8s_cmd;
 mod merge_cmd;
 mod monitor_cmd;
 mod report_cmd;
@@ -77,6 +78,7 @@ fn main() {
         args::Command::Merge(a) => merge_cmd::run(a),
         args::Command::Suite(a) => suite_cmd::run(a),
         args::Command::Bench(a) => bench_cmd::run(*a),
+        args::Command::K8s(a) => k8s_cmd::run(a),
     };
     std::process::exit(code);
 }
