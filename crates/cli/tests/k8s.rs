@@ -255,3 +255,25 @@ fn bad_input_is_refused_with_the_flag_and_a_hint() {
     let o = render(&dir.join("missing.tar"), &out, &["--parallelism", "2"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }
+
+#[test]
+fn dockerfile_runs_volley_as_the_user_and_port_the_manifests_expect() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let df = std::fs::read_to_string(root.join("Dockerfile")).unwrap();
+    assert!(
+        df.contains("cargo build --release --locked -p volley"),
+        "{df}"
+    );
+    assert!(df.contains("\nUSER 65532:65532\n"), "{df}");
+    assert!(df.contains("\nEXPOSE 6570\n"), "{df}");
+    assert!(
+        df.contains("\nENTRYPOINT [\"/usr/local/bin/volley\"]\n"),
+        "{df}"
+    );
+    let dir = scratch("k8s-dockerfile");
+    let tar = archive(&dir, 10);
+    let o = render(&tar, Path::new("-"), &["--parallelism", "1"]);
+    let text = stdout(&o);
+    assert!(text.contains("runAsUser: 65532\n"), "{text}");
+    assert!(text.contains("containerPort: 6570\n"), "{text}");
+}
