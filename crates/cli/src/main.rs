@@ -132,6 +132,7 @@ fn summary_cmd(a: args::SummaryArgs) -> i32 {
             Ok(s) => match crate::run_cmd::summary_mode(a.summary_mode.as_deref()) {
                 Ok(m) => {
                     exit::print(&s.render(m));
+                    fault_flags::print(&volley_metrics::events::summary_lines(&r.events), false);
                     exit::OK
                 }
                 Err(e) => exit::usage(&e),
@@ -159,6 +160,7 @@ fn summary_cmd(a: args::SummaryArgs) -> i32 {
         }
         Ok(s) => {
             exit::print(&s.render_text(exit::stdout_is_tty()));
+            fault_flags::print(&volley_metrics::events::summary_lines(&r.events), false);
             exit::OK
         }
         Err(e) => exit::fail(&format!("{}: {e}", a.file.display())),
