@@ -2,6 +2,8 @@
 //! and scalars, so a full YAML library is not needed. Strings that could read as anything but
 //! a string (numbers, booleans, `null`, `$(VAR)`, `500m`, ...) are written double-quoted in
 //! JSON's escaping, which YAML's double-quoted style accepts unchanged.
+//! Keys come out in the map's order: sorted, as serde_json's default map keeps them (the
+//! tests pin that order; a workspace-wide `preserve_order` would change it).
 
 use serde_json::Value;
 use std::fmt::Write;
