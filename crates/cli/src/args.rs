@@ -53,6 +53,8 @@ pub enum Command {
     Suite(crate::suite_cmd::SuiteArgs),
     /// Benchmark commands run by run: time, CPU, peak RSS of the process tree, printed metrics
     Bench(Box<crate::bench_cmd::BenchArgs>),
+    /// Kubernetes manifests of a distributed run (coordinator Job + Service, agents' Indexed Job)
+    K8s(crate::k8s_cmd::K8sArgs),
 }
 
 #[derive(Args, Debug)]

@@ -10,8 +10,7 @@ use std::time::Duration;
 use volley_engine::{MonitorPlan, QuickConfig, RunControl};
 use volley_metrics::capacity::Capacity;
 use volley_metrics::RunResult;
-use volley_run::capacity::{self as cap, probe, search, slo::Slo, sweep::Sweep, Probe};
-use volley_run::Outcome;
+use volley_run::capacity::{self as cap, plan::Plan, probe, slo::Slo, sweep::Sweep};
 
 /// The search's flags, shared by `volley http` and `volley run`.
 #[derive(Args, Debug, Default)]
@@ -27,10 +26,10 @@ pub struct SearchArgs {
     #[arg(long, value_name = "R", value_parser = positive_rate)]
     pub start_rate: Option<f64>,
     /// Search: never probe above this rate
-    #[arg(long, default_value_t = 1_000_000.0, value_name = "R", value_parser = positive_rate)]
+    #[arg(long, default_value_t = cap::plan::DEFAULT_MAX_RATE, value_name = "R", value_parser = positive_rate)]
     pub max_rate: f64,
     /// Search: stop bisecting when the bracket is this narrow, e.g. 5%
-    #[arg(long, default_value = "5%", value_parser = tolerance)]
+    #[arg(long, default_value = "5%", value_parser = cap::plan::tolerance)]
     pub tolerance: f64,
 }
 
@@ -85,57 +84,18 @@ pub fn positive_rate(s: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("'{s}' is not a rate: give requests per second above 0, e.g. 500"))
 }
 
-fn tolerance(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
-    }
-    .ok()
-    .filter(|v| *v > 0.0 && *v < 1.0)
-    .ok_or_else(|| format!("'{s}' is not a tolerance: give a share such as 5% or 0.05"))
-}
-
 /// What to run, from the flags: a sweep (of one of `variables`) or a search.
-enum Plan {
-    Sweep(Sweep, Option<Slo>),
-    Search(Slo),
-}
-
 fn plan(sweep: Option<&str>, s: &SearchArgs, variables: &[&str]) -> Result<Plan, String> {
     let slo = s.slo.as_deref().map(Slo::parse).transpose()?;
     match (sweep, slo) {
         (Some(sw), slo) => Ok(Plan::Sweep(Sweep::parse(sw, variables)?, slo)),
-        (None, Some(slo)) => Ok(Plan::Search(slo)),
+        (None, Some(slo)) => Ok(Plan::Search {
+            slo,
+            start: s.start_rate,
+            tolerance: s.tolerance,
+            max_rate: s.max_rate,
+        }),
         (None, None) => Err("--find-max-rate needs --slo".into()),
-    }
-}
-
-/// Run the plan with `probe`; `start`: the search's first rate when --start-rate is not
-/// given.
-fn drive(
-    plan: &Plan,
-    s: &SearchArgs,
-    probe: &mut dyn Probe,
-    start: impl FnOnce(&mut dyn Probe) -> Result<f64, String>,
-) -> Result<(Capacity, Option<RunResult>), String> {
-    match plan {
-        Plan::Sweep(sw, slo) => {
-            cap::sweep::run(sw, slo.as_ref(), probe).map(|s| (s.capacity, s.reference))
-        }
-        Plan::Search(slo) => {
-            let start = match s.start_rate {
-                Some(r) => r,
-                None => start(probe)?,
-            };
-            let sc = search::SearchConfig {
-                start,
-                factor: 2.0,
-                tolerance: s.tolerance,
-                max_rate: s.max_rate,
-            };
-            search::find_max_rate(&sc, slo, probe).map(|s| (s.capacity, s.reference))
-        }
     }
 }
 
@@ -170,12 +130,12 @@ pub fn run(
     };
     let (variable, measure) = match &plan {
         Plan::Sweep(sw, _) => (sw.variable.clone(), c.step_duration),
-        Plan::Search(_) => ("rate".to_string(), c.probe_duration),
+        Plan::Search { .. } => ("rate".to_string(), c.probe_duration),
     };
     let quiet = a.quiet || a.json;
     let windows = (c.warmup, measure);
     let mut probe = probe::QuickProbe::new(cfg, &variable, monitor, ctl, windows, quiet);
-    let done = drive(&plan, &c.search, &mut probe, |_| Ok(100.0));
+    let done = plan.drive(&mut probe, |_| Ok(100.0));
     finish(done, after, (a.json, a.quiet))
 }
 
@@ -195,11 +155,11 @@ pub fn run_script<F: volley_engine::vus::VuFactory>(
     };
     let knob = match plan {
         Plan::Sweep(..) => Knob::Vus,
-        Plan::Search(_) => Knob::Rate,
+        Plan::Search { .. } => Knob::Rate,
     };
     let mut probe = probe::PlanProbe::new(prepare, knob, ctl, quiet);
     let base = probe.base_load();
-    let done = drive(&plan, &c.search, &mut probe, |_| base);
+    let done = plan.drive(&mut probe, |_| base);
     finish(done, after, (false, quiet))
 }
 
@@ -223,16 +183,7 @@ fn finish(
         exit::print(&cap::table(&capacity));
         outln!("{}", capacity.message);
     }
-    let outcome = match capacity.finding.as_str() {
-        "interrupted" => Outcome::Interrupted,
-        "slo-unmet" | "hard-failure" if capacity.kind == "search" => {
-            Outcome::ThresholdsFailed(capacity.message.clone())
-        }
-        "generator-bound" if capacity.kind == "search" => {
-            Outcome::Failure(capacity.message.clone())
-        }
-        _ => Outcome::Passed,
-    };
+    let outcome = cap::plan::outcome(&capacity);
     let Some(mut result) = reference else {
         return exit::outcome(&outcome);
     };

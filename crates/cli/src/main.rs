@@ -22,6 +22,7 @@ mod fault_flags;
 mod history_cmd;
 mod http_cmd;
 mod k6_flags;
+mod k8s_cmd;
 mod merge_cmd;
 mod monitor_cmd;
 mod report_cmd;
@@ -81,6 +82,7 @@ fn main() {
         args::Command::Agent(a) => agent_cmd::run(*a),
         args::Command::Suite(a) => suite_cmd::run(a),
         args::Command::Bench(a) => bench_cmd::run(*a),
+        args::Command::K8s(a) => k8s_cmd::run(a),
     };
     std::process::exit(code);
 }
@@ -134,6 +136,7 @@ fn summary_cmd(a: args::SummaryArgs) -> i32 {
             Ok(s) => match crate::run_cmd::summary_mode(a.summary_mode.as_deref()) {
                 Ok(m) => {
                     exit::print(&s.render(m));
+                    fault_flags::print(&volley_metrics::events::summary_lines(&r.events), false);
                     exit::OK
                 }
                 Err(e) => exit::usage(&e),
@@ -161,6 +164,7 @@ fn summary_cmd(a: args::SummaryArgs) -> i32 {
         }
         Ok(s) => {
             exit::print(&s.render_text(exit::stdout_is_tty()));
+            fault_flags::print(&volley_metrics::events::summary_lines(&r.events), false);
             exit::OK
         }
         Err(e) => exit::fail(&format!("{}: {e}", a.file.display())),

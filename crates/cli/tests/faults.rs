@@ -404,3 +404,57 @@ fn options_ledger_under_another_ledger_flag_is_named_in_a_warning() {
     );
     assert!(!own.exists(), "the script's own file is not created");
 }
+
+/// Regression: `volley summary FILE` printed the summary without the run's fault lines,
+/// though the file holds the events (script and quick-mode results).
+#[test]
+fn volley_summary_prints_the_fault_lines_of_a_saved_run() {
+    let t = target();
+    let dir = scratch("summary-faults");
+    let script = dir.join("p.js");
+    std::fs::write(
+        &script,
+        r#"import http from 'k6/http';
+export const options = { iterations: 2, vus: 1 };
+export default function () { http.get(`http://${__ENV.VOLLEY_PROXY_API}/get`); }"#,
+    )
+    .unwrap();
+    let (run_save, http_save) = (dir.join("run.json"), dir.join("http.json"));
+    let fault = "at=0s,proxy=api,latency=1ms";
+    let o = run(&[
+        "run",
+        script.to_str().unwrap(),
+        "-q",
+        "--proxy",
+        &proxy_flag(t.local_addr()),
+        "--fault",
+        fault,
+        "--save",
+        run_save.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = via_proxy(
+        &t,
+        &[
+            "-n",
+            "2",
+            "-c",
+            "1",
+            "--fault",
+            fault,
+            "--save",
+            http_save.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for save in [&run_save, &http_save] {
+        let o = run(&["summary", save.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(
+            stdout(&o).contains("fault: latency=1ms on api 0s–"),
+            "{}: {}",
+            save.display(),
+            stdout(&o)
+        );
+    }
+}

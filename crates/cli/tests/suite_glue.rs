@@ -1,11 +1,12 @@
 //! `volley suite` with the other harnesses wired in: a `bench` step (volley-bench through the
 //! suite: its row, its result file, the failed-run exit code) and a `run` step whose faults
 //! kill and restart a suite service (volley-faults with the service as the target: errors in
-//! the window, success after, the service running again and torn down at the end).
+//! the window, success after, the service running again and torn down at the end), and an
+//! `http` step that runs a capacity sweep through the capacity library.
 
 mod common;
 
-use common::{output_within, per_second, scratch, stderr, stdout, volley};
+use common::{output_within, per_second, scratch, stderr, stdout, target, volley};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
@@ -197,4 +198,86 @@ command = ["${volley}", "http", "${services.api.url}/", "-n", "3", "--quiet"]
         std::net::TcpStream::connect(addr).is_err(),
         "the restarted service is gone after teardown"
     );
+}
+
+/// Regression: `sweep`/`find_max_rate` on an http step were unknown keys; now the step runs
+/// the capacity library (as `volley http --sweep`) and keeps its `capacity` section.
+#[test]
+fn an_http_step_runs_a_capacity_sweep_and_saves_its_steps() {
+    let t = target();
+    let dir = scratch("suite-capacity");
+    std::fs::write(
+        dir.join("volley.toml"),
+        format!(
+            r#"
+[[profiles.smoke.steps]]
+name = "sweep"
+http = "http://{}/"
+connections = 2
+duration = "1s"
+sweep = "rate=20,40"
+"#,
+            t.local_addr()
+        ),
+    )
+    .unwrap();
+    let o = suite_run(&dir, Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    let res = results_dir(&dir);
+    let r = json(&res.join("sweep.json"));
+    let cap = &r["capacity"];
+    assert_eq!(cap["kind"], "sweep", "{r}");
+    let loads: Vec<f64> = cap["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["load"].as_f64().unwrap())
+        .collect();
+    assert_eq!(loads, [20.0, 40.0], "{cap}");
+    let table = std::fs::read_to_string(res.join("sweep.capacity.txt")).unwrap();
+    assert!(
+        table.contains(&cap["message"].as_str().unwrap().to_string()),
+        "{table}"
+    );
+    let j = json(&res.join("suite.json"));
+    assert_eq!(j["steps"][0]["exit_code"], 0, "{j}");
+}
+
+#[test]
+fn capacity_keys_are_checked_with_file_line_column() {
+    let dir = scratch("suite-capacity-bad");
+    let cases = [
+        (
+            "[[profiles.smoke.steps]]\nhttp = \"http://127.0.0.1:1/\"\nsweep = \"speed=1,2\"\n",
+            ":3:9: profiles.smoke step 1.sweep:",
+        ),
+        (
+            "[[profiles.smoke.steps]]\nhttp = \"http://127.0.0.1:1/\"\nfind_max_rate = { start_rate = 10 }\n",
+            "find_max_rate: needs slo",
+        ),
+        (
+            "[[profiles.smoke.steps]]\nhttp = \"http://127.0.0.1:1/\"\nfind_max_rate = { slo = \"p99<50ms\", tolerance = \"150%\" }\n",
+            "is not a tolerance",
+        ),
+        (
+            "[[profiles.smoke.steps]]\nhttp = \"http://127.0.0.1:1/\"\nsweep = \"rate=10,20\"\nthresholds = { http_req_failed = \"rate<0.01\" }\n",
+            "thresholds is for one run",
+        ),
+        (
+            "[[profiles.smoke.steps]]\ncommand = \"true\"\nsweep = \"rate=10,20\"\n",
+            "sweep and find_max_rate are for http steps",
+        ),
+    ];
+    for (text, want) in cases {
+        let p = dir.join("volley.toml");
+        std::fs::write(&p, text).unwrap();
+        let o = volley()
+            .args(["suite", "check", p.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(104), "{text}\n{err}");
+        assert!(err.contains(want), "want {want}:\n{err}");
+        assert!(err.contains("hint"), "{err}");
+    }
 }

@@ -201,11 +201,7 @@ impl Armed {
             return Vec::new();
         };
         result.events = inj.finish();
-        result
-            .events
-            .iter()
-            .map(|e| format!("fault: {}", e.describe()))
-            .collect()
+        volley_metrics::events::summary_lines(&result.events)
     }
 }
 

@@ -138,6 +138,9 @@ pub struct Record {
     /// `http_req_failed` in percent.
     pub error_rate: Option<f64>,
     pub interrupted: bool,
+    /// A breaking-point search's answer (`--find-max-rate`): the highest rate that met the
+    /// SLO, requests/s. None for other runs (and for runs stored before the column existed).
+    pub max_rate: Option<f64>,
 }
 
 impl Record {
@@ -169,6 +172,7 @@ impl Record {
                 Figure::ErrorRate,
             ),
             interrupted: r.meta.interrupted,
+            max_rate: r.capacity.as_ref().and_then(|c| c.max_rate),
         }
     }
 }
@@ -255,7 +259,7 @@ pub trait Backend {
 
 /// Columns of a listing, in [`row_to_record`]'s order.
 const COLUMNS: &str = "id, test, mode, started_at, started_unix_ms, duration_s, git_rev, labels, \
-                       requests, rps, p50_ms, p95_ms, p99_ms, error_rate, interrupted";
+                       requests, rps, p50_ms, p95_ms, p99_ms, error_rate, interrupted, max_rate";
 
 fn row_to_record(row: &[Value]) -> Record {
     let labels = row[7].text().unwrap_or_default();
@@ -279,6 +283,7 @@ fn row_to_record(row: &[Value]) -> Record {
         p99_ms: row[12].real(),
         error_rate: row[13].real(),
         interrupted: row[14].int() != 0,
+        max_rate: row[15].real(),
     }
 }
 
@@ -323,8 +328,8 @@ impl History {
         let rows = self.backend.query(
             "INSERT INTO volley_runs (test, mode, started_at, started_unix_ms, duration_s, \
              git_rev, labels, requests, rps, p50_ms, p95_ms, p99_ms, error_rate, interrupted, \
-             result) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) \
-             RETURNING id",
+             result, max_rate) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, \
+             ?14, ?15, ?16) RETURNING id",
             &[
                 Value::Text(rec.test),
                 Value::Text(rec.mode),
@@ -341,6 +346,7 @@ impl History {
                 opt_real(rec.error_rate),
                 Value::Int(rec.interrupted as i64),
                 Value::Blob(compress(&json)),
+                opt_real(rec.max_rate),
             ],
         )?;
         Ok(rows.first().and_then(|r| r.first()).map_or(0, Value::int))
@@ -470,6 +476,55 @@ mod tests {
         let e = decompress(&bomb).unwrap_err();
         assert!(e.contains("256 MiB"), "{e}");
         assert_eq!(decompress(&compress(b"{}")).unwrap(), b"{}");
+    }
+
+    /// Regression: a capacity search's max rate was not stored; a history made before the
+    /// column existed gets it when opened.
+    #[test]
+    fn a_searchs_max_rate_is_stored_and_old_histories_gain_the_column() {
+        let p =
+            std::env::temp_dir().join(format!("volley-history-maxrate-{}.db", std::process::id()));
+        let _ = std::fs::remove_file(&p);
+        {
+            // The table as earlier versions made it.
+            let c = rusqlite::Connection::open(&p).unwrap();
+            c.execute_batch(
+                "CREATE TABLE volley_runs (id INTEGER PRIMARY KEY AUTOINCREMENT, test TEXT NOT NULL, \
+                 mode TEXT NOT NULL, started_at TEXT NOT NULL, started_unix_ms INTEGER NOT NULL, \
+                 duration_s REAL NOT NULL, git_rev TEXT, labels TEXT NOT NULL DEFAULT '', \
+                 requests INTEGER NOT NULL, rps REAL NOT NULL, p50_ms REAL, p95_ms REAL, \
+                 p99_ms REAL, error_rate REAL, interrupted INTEGER NOT NULL DEFAULT 0, \
+                 result BLOB NOT NULL);",
+            )
+            .unwrap();
+        }
+        let mut r = RunResult::new(
+            volley_metrics::RunMeta::new("http", "http://a/", Vec::new()),
+            serde_json::Value::Null,
+            Vec::new(),
+            Default::default(),
+        );
+        let mut h = History::open(&Location::Sqlite(p.clone())).unwrap();
+        let prov = Provenance::default();
+        h.append(&r, &prov).unwrap();
+        r.meta.started_unix_ms += 1;
+        r.capacity = Some(volley_metrics::capacity::Capacity {
+            kind: "search".into(),
+            variable: "rate".into(),
+            slo: Some("p99<50ms".into()),
+            steps: Vec::new(),
+            knee: None,
+            max_rate: Some(850.0),
+            failed_rate: Some(900.0),
+            confirmed: Some(true),
+            finding: "capacity".into(),
+            message: String::new(),
+        });
+        h.append(&r, &prov).unwrap();
+        let runs = h.list(&Query::default()).unwrap();
+        assert_eq!(runs[0].max_rate, Some(850.0));
+        assert_eq!(runs[1].max_rate, None);
+        let _ = std::fs::remove_file(&p);
     }
 
     #[test]

@@ -53,10 +53,12 @@ pub fn render(runs: &[Record]) -> String {
     if runs.is_empty() {
         return "no stored runs match\n".into();
     }
-    let rows: Vec<[String; 12]> = runs
+    // Capacity searches' answers get a column only when a listed run has one.
+    let with_max_rate = runs.iter().any(|r| r.max_rate.is_some());
+    let rows: Vec<Vec<String>> = runs
         .iter()
         .map(|r| {
-            [
+            let mut row = vec![
                 r.id.to_string(),
                 esc(&r.started_at.chars().take(19).collect::<String>()).replace('T', " "),
                 esc(&r.test).into_owned(),
@@ -76,13 +78,20 @@ pub fn render(runs: &[Record]) -> String {
                 ms(r.p99_ms),
                 r.error_rate
                     .map_or_else(|| "-".into(), |e| format!("{e:.2}%")),
-            ]
+            ];
+            if with_max_rate {
+                row.push(r.max_rate.map_or_else(|| "-".into(), |m| format!("{m:.1}")));
+            }
+            row
         })
         .collect();
-    let head = [
+    let mut head = vec![
         "ID", "STARTED", "TEST", "MODE", "REV", "LABELS", "REQS", "REQ/S", "P50", "P95", "P99",
         "ERRORS",
     ];
+    if with_max_rate {
+        head.push("MAX REQ/S");
+    }
     let mut w: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
     for r in &rows {
         for (i, c) in r.iter().enumerate() {
@@ -136,6 +145,7 @@ mod tests {
             p99_ms: None,
             error_rate: Some(0.0),
             interrupted: false,
+            max_rate: None,
         }
     }
 
@@ -156,6 +166,20 @@ mod tests {
             lines[1].contains("2.50s") && lines[2].contains(" - "),
             "{t}"
         );
+    }
+
+    /// Regression: capacity searches' answers (max rate) had no column.
+    #[test]
+    fn a_max_rate_column_appears_when_a_run_has_one() {
+        let plain = render(&[record(1, "a", None)]);
+        assert!(!plain.contains("MAX REQ/S"), "{plain}");
+        let mut search = record(2, "a", None);
+        search.max_rate = Some(1234.56);
+        let t = render(&[search, record(1, "a", None)]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].ends_with("ERRORS  MAX REQ/S"), "{t}");
+        assert!(lines[1].ends_with("1234.6"), "{t}");
+        assert!(lines[2].ends_with(" -"), "{t}");
     }
 
     #[test]

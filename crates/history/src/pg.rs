@@ -108,9 +108,12 @@ CREATE TABLE IF NOT EXISTS volley_runs (
     p99_ms DOUBLE PRECISION,
     error_rate DOUBLE PRECISION,
     interrupted INTEGER NOT NULL DEFAULT 0,
-    result BYTEA NOT NULL
+    result BYTEA NOT NULL,
+    max_rate DOUBLE PRECISION
 );
 CREATE INDEX IF NOT EXISTS volley_runs_test ON volley_runs (test, started_unix_ms);
+-- Histories made before the column existed.
+ALTER TABLE volley_runs ADD COLUMN IF NOT EXISTS max_rate DOUBLE PRECISION;
 ";
 
 fn db_error(e: volley_postgres::postgres::Error) -> String {

@@ -49,14 +49,31 @@ CREATE TABLE IF NOT EXISTS volley_runs (
     p99_ms REAL,
     error_rate REAL,
     interrupted INTEGER NOT NULL DEFAULT 0,
-    result BLOB NOT NULL
+    result BLOB NOT NULL,
+    max_rate REAL
 );
 CREATE INDEX IF NOT EXISTS volley_runs_test ON volley_runs (test, started_unix_ms);
 ";
 
 impl Backend for Sqlite {
     fn init(&mut self) -> Result<(), String> {
-        self.conn.execute_batch(SCHEMA).map_err(|e| e.to_string())
+        self.conn.execute_batch(SCHEMA).map_err(|e| e.to_string())?;
+        // Histories made before the column existed get it (SQLite has no ADD COLUMN IF NOT
+        // EXISTS).
+        let has: i64 = self
+            .conn
+            .query_row(
+                "SELECT COUNT(*) FROM pragma_table_info('volley_runs') WHERE name = 'max_rate'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| e.to_string())?;
+        if has == 0 {
+            self.conn
+                .execute_batch("ALTER TABLE volley_runs ADD COLUMN max_rate REAL")
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
     }
 
     fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, String> {

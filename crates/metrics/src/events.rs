@@ -52,6 +52,15 @@ impl Event {
     }
 }
 
+/// The summary's lines for a run's events (`fault: latency=200ms on api 10s–15s, ...`), as
+/// the run printed them and `volley summary` prints them again from the file.
+pub fn summary_lines(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| format!("fault: {}", e.describe()))
+        .collect()
+}
+
 /// `10s`, `2.5s`: whole seconds without decimals.
 fn secs(s: f64) -> String {
     if (s - s.round()).abs() < 0.05 {

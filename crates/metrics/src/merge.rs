@@ -62,7 +62,35 @@ pub fn merge(inputs: &[(&str, &RunResult)], force: bool) -> Result<RunResult, Me
         .iter()
         .flat_map(|i| i.1.events.iter().cloned())
         .collect();
+    merged.capacity = one_capacity(inputs)?;
     Ok(merged)
+}
+
+/// The `capacity` section (a sweep's or a breaking-point search's steps) of the one input
+/// that has it. Several are refused: each step is a run judged on one instance's load (its
+/// knee, its SLO verdict), and steps of different instances do not add into a step.
+fn one_capacity(
+    inputs: &[(&str, &RunResult)],
+) -> Result<Option<crate::capacity::Capacity>, MergeError> {
+    let with: Vec<&str> = inputs
+        .iter()
+        .filter(|i| i.1.capacity.is_some())
+        .map(|i| i.0)
+        .collect();
+    match with[..] {
+        [] => Ok(None),
+        [label] => Ok(inputs
+            .iter()
+            .find(|i| i.0 == label)
+            .and_then(|i| i.1.capacity.clone())),
+        [a, b, ..] => Err(MergeError(format!(
+            "{} and {} both hold a capacity sweep or search: its steps are runs judged on one \
+             instance's load, and steps of different instances cannot be merged into one\n  \
+             hint: read each one's with volley summary, or compare them with volley compare",
+            escape_control(a),
+            escape_control(b)
+        ))),
+    }
 }
 
 /// The script's options without the segment keys (what must agree between instances).
@@ -469,5 +497,37 @@ mod tests {
             .0
             .contains("cannot merge a 'run' run"));
         assert!(merge(&[], false).is_err());
+    }
+
+    /// Regression: the merged result dropped the inputs' `capacity` section.
+    #[test]
+    fn one_inputs_capacity_section_is_kept_and_several_are_refused() {
+        let cap = crate::capacity::Capacity {
+            kind: "search".into(),
+            variable: "rate".into(),
+            slo: Some("p99<50ms".into()),
+            steps: Vec::new(),
+            knee: None,
+            max_rate: Some(1200.0),
+            failed_rate: Some(1400.0),
+            confirmed: Some(true),
+            finding: "capacity".into(),
+            message: "max rate 1200/s".into(),
+        };
+        let a = instance("0:1/2", 1000, 1.0, 1.0);
+        let mut b = instance("1/2:1", 1000, 1.0, 1.0);
+        b.capacity = Some(cap.clone());
+        let m = merge(&[("a.json", &a), ("b.json", &b)], false).unwrap();
+        assert_eq!(m.capacity, Some(cap));
+        let mut a2 = a.clone();
+        a2.capacity = b.capacity.clone();
+        for force in [false, true] {
+            let e = merge(&[("a.json", &a2), ("b.json", &b)], force).unwrap_err();
+            assert!(
+                e.0.contains("a.json and b.json both hold a capacity"),
+                "{e}"
+            );
+            assert!(e.0.contains("hint:"), "{e}");
+        }
     }
 }

@@ -112,16 +112,13 @@ impl Cluster {
         self.port
     }
 
-    /// `postgres://user[:password]@127.0.0.1:PORT/database` (user and password percent-encoded).
+    /// `postgres://user[:password]@127.0.0.1:PORT/database` ([`url`]).
     pub fn url(&self) -> String {
-        let auth = match &self.password {
-            Some(pw) => format!("{}:{}", encode(&self.user), encode(pw)),
-            None => encode(&self.user),
-        };
-        format!(
-            "postgres://{auth}@127.0.0.1:{}/{}",
+        url(
+            &self.user,
+            self.password.as_deref(),
             self.port,
-            encode(&self.database)
+            &self.database,
         )
     }
 
@@ -504,6 +501,17 @@ fn free_port() -> Result<u16, Error> {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .map_err(|e| Error::io("cannot find a free port on 127.0.0.1", e))
+}
+
+/// `postgres://user[:password]@127.0.0.1:PORT/database`, user, password and database
+/// percent-encoded: the URL of a cluster on loopback, also known before it starts (a suite's
+/// `${services.NAME.url}`).
+pub fn url(user: &str, password: Option<&str>, port: u16, database: &str) -> String {
+    let auth = match password {
+        Some(pw) => format!("{}:{}", encode(user), encode(pw)),
+        None => encode(user),
+    };
+    format!("postgres://{auth}@127.0.0.1:{port}/{}", encode(database))
 }
 
 /// Percent-encodes everything but RFC 3986's unreserved characters.

@@ -27,7 +27,8 @@
 //! - [`check`]: validation into the runnable [`check::Suite`] (`volley suite check`).
 //! - [`services`]: ports, starting services in process groups, readiness probes,
 //!   `kind = "postgres"`, teardown and the survivors check.
-//! - [`steps`]: one step run and judged (run, http, command, sql, bench).
+//! - [`steps`]: one step run and judged (run, http, command, sql, bench);
+//!   `capacity_step`: an http step's sweep or breaking-point search.
 //! - `bench_step`: a `bench` step through volley-bench; `fault_step`: a run step's
 //!   `faults`/`proxies` through volley-faults (services lent as fault targets).
 //! - [`results`]: the results directory, `suite.json`, `suite.md`, baseline verdicts.
@@ -39,6 +40,7 @@ macro_rules! outln {
 }
 
 mod bench_step;
+mod capacity_step;
 pub mod check;
 pub mod demo;
 mod demo_capacity;

@@ -303,6 +303,9 @@ fn run_http(step: &StepDef, h: &Http, env: &Env, services: &mut Services) -> Ste
             format!("{}: http = \"{}\": {e}", step.at, cfg.url),
         );
     }
+    if let Some(plan) = &h.capacity {
+        return crate::capacity_step::run(step, plan, cfg, &monitor(services), env);
+    }
     let Some(vs) = &h.vs else {
         let (mut result, outcome) = match blast(&cfg, h, env, services) {
             Ok(x) => x,

@@ -115,6 +115,18 @@ fn schema_docs_and_parser_agree_on_every_key() {
         "bench: schema vs parser"
     );
     assert_eq!(bench, documented("Bench steps"), "bench: schema vs docs");
+    // `find_max_rate = { ... }` keys.
+    let search = props(&d["find_max_rate"]);
+    assert_eq!(
+        search,
+        accepted("[[seed]]\nfind_max_rate = { zzz = 1 }\n"),
+        "find_max_rate: schema vs parser"
+    );
+    assert_eq!(
+        search,
+        documented("Capacity steps"),
+        "find_max_rate: schema vs docs"
+    );
     // `ready.*` keys.
     let ready = props(&d["service"]["properties"]["ready"]);
     assert_eq!(ready, accepted("[services.a.ready]\nzzz = 1\n"));

@@ -13,6 +13,8 @@
 //! - [`busy`]: how busy the generator's own threads were (running or waiting for a CPU).
 //! - [`judge`]: a probe's verdict: within the SLO, broken, broken hard (stop now), or not
 //!   measurable because the load generator itself was the limit.
+//! - [`plan`]: a sweep or a search as asked for ([`plan::Plan`], driven by a probe) and
+//!   the run's outcome from its finding — shared by the CLI's flags and suite steps.
 //! - [`probe`]: the quick-mode [`Probe`]: a warm-up and a measured run per step.
 //! - [`scale`]: a plan's load scaled by a factor (scripts: arrival rates, VUs).
 //! - [`search`]: geometric growth, bisection, the confirming run.
@@ -21,6 +23,7 @@
 pub mod busy;
 pub mod judge;
 pub mod knee;
+pub mod plan;
 pub mod probe;
 pub mod scale;
 pub mod search;

@@ -5,8 +5,10 @@
 //! dry context, so `check` and `run` agree on what is valid).
 //!
 //! Layout: this file (the checked model, services, start order); `steps` (steps and
-//! profiles: `extends`, thresholds, load options).
+//! profiles: `extends`, thresholds, load options); `capacity` (an http step's sweep or
+//! search).
 
+mod capacity;
 mod extras;
 mod steps;
 
@@ -176,6 +178,8 @@ pub struct Http {
     pub headers: Vec<(String, String)>,
     pub body: Option<String>,
     pub thresholds: Vec<(String, String)>,
+    /// `sweep` or `find_max_rate`: many runs (`duration` is each one's measured window).
+    pub capacity: Option<volley_run::capacity::plan::Plan>,
 }
 
 /// Collects every problem instead of stopping at the first.

@@ -313,6 +313,12 @@ pub(super) fn steps(
                     );
                 }
                 let duration = c.duration(&r.duration, &format!("{where_}.duration"));
+                let capacity = super::capacity::plan(c, at, &where_, r);
+                // Each step or probe of a capacity run: `volley http`'s default window.
+                let duration = match (&capacity, duration) {
+                    (Some(_), None) => Some(Duration::from_secs(5)),
+                    (_, d) => d,
+                };
                 StepKind::Http(Http {
                     url: r.http.clone().unwrap_or_default(),
                     vs: r.vs.clone(),
@@ -345,6 +351,7 @@ pub(super) fn steps(
                         .collect(),
                     body: r.body.clone(),
                     thresholds: ths,
+                    capacity,
                 })
             }
             "command" => StepKind::Command {
@@ -410,6 +417,13 @@ pub(super) fn steps(
                 at,
                 format!("{where_}: thresholds and duration are for run and http steps"),
                 "a command step passes when it exits 0; limit it with timeout",
+            );
+        }
+        if (r.sweep.is_some() || r.find_max_rate.is_some()) && !matches!(kind, StepKind::Http(_)) {
+            c.err(
+                at,
+                format!("{where_}: sweep and find_max_rate are for http steps"),
+                "a script's capacity: volley run script.js --find-max-rate (docs/capacity.md)",
             );
         }
         if r.service.is_some() && !matches!(kind, StepKind::Sql { .. }) {

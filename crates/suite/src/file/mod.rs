@@ -137,6 +137,20 @@ pub struct RawStep {
     /// run steps: a fault proxy per NAME in front of `services.X` (or a `HOST:PORT`).
     #[serde(default)]
     pub proxies: BTreeMap<String, Spanned<String>>,
+    /// http steps: a capacity sweep, `rate=1000:20000:1000` or `connections=10,25,50`.
+    pub sweep: Option<Spanned<String>>,
+    /// http steps: a breaking-point search, `{ slo = "p99<50ms" }`.
+    pub find_max_rate: Option<Spanned<RawSearch>>,
+}
+
+/// `find_max_rate = { slo = "...", ... }`: `volley http --find-max-rate`'s flags as keys.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSearch {
+    pub slo: Option<String>,
+    pub start_rate: Option<f64>,
+    pub max_rate: Option<f64>,
+    pub tolerance: Option<String>,
 }
 
 /// `bench = { command = "...", runs = 5, ... }`: `volley bench`'s flags as keys.

@@ -19,13 +19,10 @@ pub struct Spec<'a> {
 /// A running cluster.
 pub struct Pg(volley_postgres::Cluster);
 
-/// The URL `${services.NAME.url}` gives, known before the cluster starts (the same shape as
-/// `Cluster::url`).
+/// The URL `${services.NAME.url}` gives, known before the cluster starts: `Cluster::url`'s,
+/// percent-encoded the same way (a password with `@` or `/` would otherwise break the URL).
 pub fn url(user: &str, password: Option<&str>, port: u16, database: &str) -> String {
-    match password {
-        Some(pw) => format!("postgres://{user}:{pw}@127.0.0.1:{port}/{database}"),
-        None => format!("postgres://{user}@127.0.0.1:{port}/{database}"),
-    }
+    volley_postgres::cluster::url(user, password, port, database)
 }
 
 pub fn start(s: &Spec) -> Result<Pg, String> {
@@ -62,5 +59,21 @@ impl Pg {
 
     pub fn stop(self) -> Result<(), String> {
         self.0.stop().map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Regression: user, password and database went into the URL raw.
+    #[test]
+    fn url_parts_that_need_it_are_percent_encoded() {
+        assert_eq!(
+            super::url("app user", Some("p@ss:w/rd#1"), 5433, "shop db"),
+            "postgres://app%20user:p%40ss%3Aw%2Frd%231@127.0.0.1:5433/shop%20db"
+        );
+        assert_eq!(
+            super::url("volley", None, 5433, "volley"),
+            "postgres://volley@127.0.0.1:5433/volley"
+        );
     }
 }
