@@ -15,6 +15,7 @@ RATE=${RATE:-50}          # requests per second per agent
 PORT=${PORT:-16565}
 TPORT=${TPORT:-18181}
 OUT=${OUT:-$(mktemp -d /tmp/volley-coord-bench.XXXXXX)}
+mkdir -p "$OUT"
 export VOLLEY_TOKEN=${VOLLEY_TOKEN:-bench-$$}
 ncpu=$(nproc)
 others=$([ "$ncpu" -gt 1 ] && echo "1-$((ncpu - 1))" || echo 0)

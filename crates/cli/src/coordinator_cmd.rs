@@ -259,7 +259,7 @@ fn coordinate(a: &CoordinatorArgs, s: Setup, tmp: &Path) -> i32 {
     }
     if !a.quiet {
         eprintln!(
-            "volley: merged {} agents' results in {:.3}s",
+            "volley: merged {} agents' results {:.3}s after the last one came",
             ended.result.meta.instances,
             ended.merge_time.as_secs_f64()
         );

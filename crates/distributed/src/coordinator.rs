@@ -58,7 +58,7 @@ pub struct Ended {
     pub threshold_abort: Option<String>,
     /// One line per lost agent (name, segment, when).
     pub lost: Vec<String>,
-    /// How long the final merge took (the results' decoding, merging and judging).
+    /// From the last agent's final result to the judged merged result.
     pub merge_time: Duration,
 }
 
@@ -183,7 +183,8 @@ pub fn run(
         .find_map(|a| a.done.as_ref()?.aborted.clone());
     let merging = Instant::now();
     let (result, lost) = merged(&cfg, &mut st, watch.aborted(), ctl.was_interrupted())?;
-    let merge_time = merging.elapsed();
+    // From the last final result (or the start of the merge) to the judged result.
+    let merge_time = st.last_final.unwrap_or(merging).elapsed();
     let outcome = match Outcome::of_run(
         teardown_error.as_deref(),
         aborted.as_deref().or(script_abort.as_deref()),
@@ -328,12 +329,8 @@ fn merged(
             "name": a.name, "segment": a.segment, "lost_at_s": lost_at_s, "http_reqs": reqs,
         }));
         match (a.done.take(), a.lost_at) {
-            (Some(f), _) => {
-                // The series is the live one (below): only the totals are merged here.
-                let mut r = f.result;
-                r.series.points.clear();
-                parts.push((a.name.clone(), r));
-            }
+            // The series is the live one (below): only the totals are merged here.
+            (Some(f), _) => parts.push((a.name.clone(), f.result)),
             (None, Some(when)) => {
                 let at_s = lost_at_s.unwrap_or_default();
                 lost.push(format!(

@@ -55,6 +55,8 @@ pub struct State {
     pub fresh: bool,
     /// Every agent's points, merged as they come.
     pub live: LiveSeries,
+    /// When the last final result came.
+    pub last_final: Option<Instant>,
 }
 
 pub struct Hub {
@@ -78,6 +80,7 @@ impl Hub {
                 fail: None,
                 fresh: false,
                 live: LiveSeries::new(volley_metrics::time::unix_ms(SystemTime::now())),
+                last_final: None,
             }),
         }
     }
@@ -216,7 +219,11 @@ impl Hub {
             .started_unix_ms
             .get_or_insert(f.result.meta.started_unix_ms);
         take_points(&mut st.live, a, start, &f.result.series.points);
+        // Only the totals are merged at the end: free the points now, while others still run.
+        let mut f = f;
+        f.result.series.points = Vec::new();
         a.done = Some(f);
+        st.last_final = Some(Instant::now());
         Ok(self.reply(st))
     }
 }
