@@ -1,0 +1,111 @@
+//! `k6/net/grpc` against the built-in target's gRPC service: the scripts under
+//! `tests/k6/grpc_*.js` assert responses, events and k6's error texts with checks; here
+//! every check must pass and the metrics (k6's names, kinds and tags) must count exactly.
+
+mod common;
+use common::*;
+
+use volley_js::RunOutput;
+use volley_metrics::TotalValue;
+
+fn run(name: &str, t: &volley_testserver::RunningTarget) -> RunOutput {
+    run_script(name, t, &[]).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn check_names(out: &RunOutput) -> Vec<String> {
+    let mut names: Vec<String> = all_checks_pass(out).into_iter().map(|c| c.0).collect();
+    names.dedup();
+    names
+}
+
+/// Samples of a trend over the series matching `filter`.
+fn samples(r: &volley_metrics::RunResult, name: &str, filter: &[(&str, &str)]) -> u64 {
+    r.metrics_named(name)
+        .filter(|m| {
+            filter
+                .iter()
+                .all(|(k, v)| m.tags.get(*k).map(String::as_str) == Some(v))
+        })
+        .map(|m| match m.value {
+            TotalValue::Trend { count, .. } => count,
+            _ => panic!("{name} is not a trend"),
+        })
+        .sum()
+}
+
+#[test]
+fn unary_calls_shape_responses_as_k6_and_count_exactly() {
+    let t = target();
+    let out = run("grpc_unary.js", &t);
+    let r = &out.result;
+    assert!(r.metrics_named("iteration_errors").next().is_none());
+    let checks = check_names(&out);
+    assert_eq!(checks.len(), 18, "{checks:?}");
+    // Per iteration: 2 Echo + Fail + Slow + discarded Echo + async Echo + 2 async Slow = 8.
+    assert_eq!(samples(r, "grpc_req_duration", &[]), 16);
+    assert_eq!(samples(r, "grpc_req_duration", &[("status", "0")]), 12);
+    assert_eq!(samples(r, "grpc_req_duration", &[("status", "5")]), 2);
+    assert_eq!(samples(r, "grpc_req_duration", &[("status", "4")]), 2);
+    let url = format!("{}/volley.target.Target/Echo", t.local_addr());
+    assert_eq!(
+        samples(
+            r,
+            "grpc_req_duration",
+            &[
+                ("part", "echo"),
+                ("name", "/volley.target.Target/Echo"),
+                ("method", "Echo"),
+                ("service", "volley.target.Target"),
+                ("url", url.as_str()),
+            ]
+        ),
+        2
+    );
+    assert!(counter(r, "data_sent", &[]) > 0.0);
+    assert!(counter(r, "data_received", &[]) > 0.0);
+}
+
+#[test]
+fn streams_deliver_events_in_order_and_count_messages() {
+    let t = target();
+    let out = run("grpc_streams.js", &t);
+    let r = &out.result;
+    assert!(r.metrics_named("iteration_errors").next().is_none());
+    assert_eq!(check_names(&out).len(), 4);
+    assert_eq!(rate(r, "checks", &[]), (8, 8));
+    assert_eq!(counter(r, "grpc_streams", &[]), 8.0);
+    // Per iteration: Count 1 + Sum 4 + Chat 5 + Fail 1 written.
+    assert_eq!(counter(r, "grpc_streams_msgs_sent", &[]), 22.0);
+    assert_eq!(
+        counter(r, "grpc_streams_msgs_sent", &[("part", "sum")]),
+        8.0
+    );
+    // Count 3 + Sum 1 + Chat 5 received.
+    assert_eq!(counter(r, "grpc_streams_msgs_received", &[]), 18.0);
+    assert_eq!(
+        counter(r, "grpc_streams_msgs_received", &[("part", "chat")]),
+        10.0
+    );
+    assert_eq!(
+        samples(r, "grpc_req_duration", &[("part", "fail"), ("status", "5")]),
+        2
+    );
+}
+
+#[test]
+fn reflection_builds_descriptors_from_the_server() {
+    let t = target();
+    let out = run("grpc_reflection.js", &t);
+    assert_eq!(rate(&out.result, "checks", &[]), (8, 8));
+    assert_eq!(
+        samples(&out.result, "grpc_req_duration", &[("status", "0")]),
+        4
+    );
+}
+
+#[test]
+fn errors_read_as_k6() {
+    let t = target();
+    let out = run("grpc_errors.js", &t);
+    assert_eq!(check_names(&out).len(), 10);
+}
