@@ -109,3 +109,80 @@ fn errors_read_as_k6() {
     let out = run("grpc_errors.js", &t);
     assert_eq!(check_names(&out).len(), 10);
 }
+
+/// A Python grpcio server (tests/peers/grpc_server.py) on loopback; `None` (skip) when
+/// `python3 -c 'import grpc, grpc_reflection'` fails.
+struct Peer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn python_peer(protoset: &std::path::Path) -> Option<Peer> {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let ok = Command::new("python3")
+        .args(["-c", "import grpc, grpc_reflection"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        return None;
+    }
+    let server =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/grpc_server.py");
+    let mut child = Command::new("python3")
+        .arg(server)
+        .arg(protoset)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .ok()?;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take()?)
+        .read_line(&mut line)
+        .ok()?;
+    let port = line.trim().parse().ok()?;
+    Some(Peer { child, port })
+}
+
+#[test]
+fn independent_grpcio_server_with_a_protoset_and_reflection() {
+    let dir = std::env::temp_dir().join(format!("volley-grpc-peer-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let protoset = dir.join("target.protoset");
+    let protos = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/grpc");
+    let pool = volley_grpc::proto::load(&[protos], &["target.proto".into()]).unwrap();
+    std::fs::write(&protoset, pool.encode_to_vec()).unwrap();
+    let Some(peer) = python_peer(&protoset) else {
+        eprintln!("SKIP: python3 with grpcio and grpcio-reflection not found (pip install grpcio grpcio-reflection)");
+        return;
+    };
+    let mut env = std::collections::BTreeMap::new();
+    env.insert(
+        "BASE".to_string(),
+        format!("http://127.0.0.1:{}", peer.port),
+    );
+    env.insert("PROTOSET".to_string(), protoset.display().to_string());
+    let out = volley_js::run(
+        &script("grpc_peer.js"),
+        env,
+        &volley_js::CliOptions::default(),
+        2,
+        vec![],
+        &volley_engine::RunControl::new(),
+    )
+    .unwrap_or_else(|e| panic!("grpc_peer.js: {e}"));
+    let r = &out.result;
+    assert!(r.metrics_named("iteration_errors").next().is_none());
+    assert_eq!(check_names(&out).len(), 8);
+    assert_eq!(rate(r, "checks", &[]), (16, 16));
+    assert_eq!(counter(r, "grpc_streams_msgs_received", &[]), 14.0);
+    assert_eq!(samples(r, "grpc_req_duration", &[("status", "7")]), 2);
+}
