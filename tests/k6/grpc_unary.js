@@ -20,7 +20,7 @@ export default async function () {
     { metadata: { "x-user": "ann", "x-id-bin": new Uint8Array([104, 105]) }, tags: { part: "echo" } },
   );
   check(r, {
-    "load lists the methods": () => methods.length === 6 && methods[0].fullMethod === "/volley.target.Target/Echo" && methods[0].package === "volley.target" && methods[0].service === "Target",
+    "load lists the methods": () => methods.length === 6 && methods[0].full_method === "/volley.target.Target/Echo" && methods[3].is_client_stream && methods[3].is_server_stream && methods[0].package === "volley.target" && methods[0].service === "Target",
     "echo status OK": (x) => x.status === grpc.StatusOK && x.error === null,
     "int64 as string": (x) => x.message.number === "9007199254740993",
     "enum by name": (x) => x.message.kind === "KIND_FAST",

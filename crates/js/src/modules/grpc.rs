@@ -544,7 +544,11 @@ fn add_pool<'js>(
         let o = Object::new(ctx.clone())?;
         o.set("package", m.package.as_str())?;
         o.set("service", m.service.as_str())?;
-        o.set("fullMethod", m.full_method.as_str())?;
+        // k6's field names (its Go struct through sobek's snake_case mapper).
+        o.set("full_method", m.full_method.as_str())?;
+        o.set("name", m.name.as_str())?;
+        o.set("is_client_stream", m.client_stream)?;
+        o.set("is_server_stream", m.server_stream)?;
         out.set(i, o)?;
     }
     Ok(out.into_value())
