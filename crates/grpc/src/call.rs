@@ -77,6 +77,8 @@ pub struct Reply {
     pub trailers: Metadata,
     /// The response message of a unary call (none when it failed).
     pub body: Option<Bytes>,
+    /// From the stream's start to its end (set for streams, whose events may be read later).
+    pub took: Duration,
 }
 
 impl Reply {
@@ -233,7 +235,8 @@ impl Conn {
         let req = self.request(path, md, timeout);
         let conn = self.clone();
         let task = async move {
-            let done = match req {
+            let started = std::time::Instant::now();
+            let mut done = match req {
                 Err(e) => Reply::failed(INTERNAL, e),
                 Ok(req) => {
                     let run = conn.run_stream(req, cmd_rx, &ev_tx);
@@ -245,6 +248,7 @@ impl Conn {
                     }
                 }
             };
+            done.took = started.elapsed();
             let _ = ev_tx.send(Event::Done(done));
         };
         (cmd_tx, ev_rx, task)

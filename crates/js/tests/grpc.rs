@@ -186,3 +186,17 @@ fn independent_grpcio_server_with_a_protoset_and_reflection() {
     assert_eq!(counter(r, "grpc_streams_msgs_received", &[]), 14.0);
     assert_eq!(samples(r, "grpc_req_duration", &[("status", "7")]), 2);
 }
+
+#[test]
+fn bad_proto_fails_init_with_file_line_column_and_a_hint() {
+    let t = target();
+    let e = run_script("grpc_bad_proto.js", &t, &[])
+        .err()
+        .expect("init fails");
+    let volley_js::RunError::Script(msg) = e else {
+        panic!("not a script error: {e:?}")
+    };
+    assert!(msg.contains("bad.proto:6:3: "), "{msg}");
+    assert!(msg.contains("strnig"), "{msg}");
+    assert!(msg.contains("hint:"), "{msg}");
+}

@@ -468,7 +468,13 @@ impl Continue for StreamStep {
         let Some(r) = done else {
             return Ok(Next::Again(next_event(rx), self));
         };
-        self.tags.duration(st, r.status, self.started.elapsed());
+        // The stream's own end, not when this VU got round to its event.
+        let took = if r.took.is_zero() {
+            self.started.elapsed()
+        } else {
+            r.took
+        };
+        self.tags.duration(st, r.status, took);
         st.ext.grpc.borrow_mut().streams.remove(&self.sid);
         // k6: a failed stream calls its error handlers, then (queued) its end handlers.
         if r.status != status::OK && r.status != status::CANCELLED {
