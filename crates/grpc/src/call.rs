@@ -181,23 +181,23 @@ impl Conn {
         Ok(req)
     }
 
-    fn check_send(&self, msg: &[u8]) -> Result<(), Reply> {
-        if self.max_send > 0 && msg.len() > self.max_send {
-            return Err(Reply::failed(
+    /// A message over `maxSendSize` fails the call (RESOURCE_EXHAUSTED), as in grpc-go.
+    fn too_large(&self, msg: &[u8]) -> Option<Reply> {
+        (self.max_send > 0 && msg.len() > self.max_send).then(|| {
+            Reply::failed(
                 RESOURCE_EXHAUSTED,
                 format!(
                     "trying to send message larger than max ({} vs. {})",
                     msg.len(),
                     self.max_send
                 ),
-            ));
-        }
-        Ok(())
+            )
+        })
     }
 
     /// A unary call: one message out, one back, within `timeout`.
     pub async fn unary(&self, path: &str, md: &Metadata, msg: &[u8], timeout: Duration) -> Reply {
-        if let Err(r) = self.check_send(msg) {
+        if let Some(r) = self.too_large(msg) {
             return r;
         }
         let req = match self.request(path, md, Some(timeout)) {
@@ -272,7 +272,7 @@ impl Conn {
             while let Some(cmd) = cmds.recv().await {
                 match cmd {
                     Cmd::Write(m) => {
-                        if let Err(r) = self.check_send(&m) {
+                        if let Some(r) = self.too_large(&m) {
                             tx.send_reset(h2::Reason::CANCEL);
                             return Some(r);
                         }
@@ -432,7 +432,7 @@ async fn read_reply(
         let _ = body.flow_control().release_capacity(chunk.len());
         dec.push(&chunk);
         loop {
-            match dec.next() {
+            match dec.next_message() {
                 Ok(Some(m)) => {
                     if unary {
                         if reply.body.is_some() {

@@ -37,7 +37,7 @@ impl Decoder {
 
     /// The next whole message, if one has arrived; `Err` (status code, message) for a
     /// compressed or oversized one.
-    pub fn next(&mut self) -> Result<Option<Bytes>, (u32, String)> {
+    pub fn next_message(&mut self) -> Result<Option<Bytes>, (u32, String)> {
         if self.buf.len() < 5 {
             return Ok(None);
         }
@@ -80,10 +80,10 @@ mod tests {
         all.extend_from_slice(&encode(b""));
         let mut d = Decoder::new(16);
         d.push(&all[..3]);
-        assert_eq!(d.next().unwrap(), None);
+        assert_eq!(d.next_message().unwrap(), None);
         d.push(&all[3..]);
-        assert_eq!(d.next().unwrap().unwrap(), &b"hello"[..]);
-        assert_eq!(d.next().unwrap().unwrap(), &b""[..]);
+        assert_eq!(d.next_message().unwrap().unwrap(), &b"hello"[..]);
+        assert_eq!(d.next_message().unwrap().unwrap(), &b""[..]);
         assert!(d.is_empty());
     }
 
@@ -91,7 +91,7 @@ mod tests {
     fn oversized_is_refused_before_buffering() {
         let mut d = Decoder::new(4);
         d.push(&encode(b"12345")[..5]);
-        let (code, msg) = d.next().unwrap_err();
+        let (code, msg) = d.next_message().unwrap_err();
         assert_eq!(code, crate::status::RESOURCE_EXHAUSTED);
         assert!(msg.contains("larger than max (5 vs. 4)"), "{msg}");
     }

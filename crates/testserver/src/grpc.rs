@@ -156,7 +156,7 @@ impl Reader {
     /// The next message; `Ok(None)` at the end of the request; `Err` = status to end with.
     async fn next(&mut self) -> Result<Option<Bytes>, (u32, String)> {
         loop {
-            if let Some(m) = self.dec.next()? {
+            if let Some(m) = self.dec.next_message()? {
                 return Ok(Some(m));
             }
             if self.done {

@@ -35,11 +35,12 @@ const MAX_IDS: usize = 10_000;
 /// k6's default `invoke` timeout.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Compiled `.proto` sets by (import paths, files): every VU's init loads the same files.
+/// (import paths, files) of a `client.load()`.
+type ProtoKey = (Vec<PathBuf>, Vec<String>);
+
+/// Compiled `.proto` sets by what was loaded: every VU's init loads the same files.
 #[derive(Default)]
-pub(crate) struct Protos(
-    Mutex<HashMap<(Vec<PathBuf>, Vec<String>), Result<DescriptorPool, String>>>,
-);
+pub(crate) struct Protos(Mutex<HashMap<ProtoKey, Result<DescriptorPool, String>>>);
 
 /// A VU's clients and open streams.
 #[derive(Default)]
