@@ -134,6 +134,47 @@ pub(crate) fn take_abort(st: &VuState) -> Option<String> {
     st.ext.abort.borrow_mut().take()
 }
 
+/// A module's JS event handler (`__volley.wsOnEvent(f)`, `grpcOnEvent`), kept in the
+/// runtime's userdata because `__volley` is gone from the globals once init is over. `M`
+/// tells the modules' handlers apart.
+pub(crate) struct EventHandler<'js, M: 'static>(
+    RefCell<Option<rquickjs::Function<'js>>>,
+    std::marker::PhantomData<M>,
+);
+
+// SAFETY: only `'js` values inside; `Changed` just renames the lifetime.
+unsafe impl<'js, M: 'static> rquickjs::JsLifetime<'js> for EventHandler<'js, M> {
+    type Changed<'to> = EventHandler<'to, M>;
+}
+
+impl<'js, M: 'static> EventHandler<'js, M> {
+    /// Install (or replace) the handler.
+    pub(crate) fn set(ctx: &Ctx<'js>, f: rquickjs::Function<'js>) {
+        match ctx.userdata::<Self>() {
+            Some(d) => *d.0.borrow_mut() = Some(f),
+            None => {
+                let _ = ctx.store_userdata(EventHandler::<M>(
+                    RefCell::new(Some(f)),
+                    std::marker::PhantomData,
+                ));
+            }
+        }
+    }
+
+    /// Call the handler with `args`; `module` names the module in the error when there is none.
+    pub(crate) fn call<A: rquickjs::function::IntoArgs<'js>>(
+        ctx: &Ctx<'js>,
+        module: &str,
+        args: A,
+    ) -> rquickjs::Result<()> {
+        let f = ctx
+            .userdata::<Self>()
+            .and_then(|d| d.0.borrow().clone())
+            .ok_or_else(|| throw(ctx, &format!("{module} is not loaded")))?;
+        f.call::<_, ()>(args)
+    }
+}
+
 pub(crate) fn throw(ctx: &Ctx<'_>, msg: &str) -> rquickjs::Error {
     rquickjs::Exception::throw_message(ctx, msg)
 }

@@ -34,7 +34,7 @@ use volley_grpc::{json, proto, status};
 use volley_metrics::{names, Handle, MetricKey, MetricKind, TagSet, Unit};
 
 mod stream;
-use stream::{stream_open, Dispatch};
+use stream::{stream_open, GrpcEvents};
 
 /// Most clients or streams one VU may hold (a runaway loop gets an error, not an OOM).
 const MAX_IDS: usize = 10_000;
@@ -675,11 +675,8 @@ pub(crate) fn install<'js>(
         v.set("grpcStreamEnd", Function::new(ctx.clone(), f)?)?;
     }
     {
-        let f = move |ctx: Ctx<'js>, f: Function<'js>| match ctx.userdata::<Dispatch>() {
-            Some(d) => *d.0.borrow_mut() = Some(f),
-            None => {
-                let _ = ctx.store_userdata(Dispatch(std::cell::RefCell::new(Some(f))));
-            }
+        let f = move |ctx: Ctx<'js>, f: Function<'js>| {
+            crate::modules::EventHandler::<GrpcEvents>::set(&ctx, f)
         };
         v.set("grpcOnEvent", Function::new(ctx.clone(), f)?)?;
     }

@@ -24,21 +24,11 @@ fn next_event(mut rx: mpsc::UnboundedReceiver<Event>) -> OpFuture {
     })
 }
 
-/// The shim's stream event handler (`__volley.grpcOnEvent(f)`), kept in the runtime's
-/// userdata: `__volley` is gone from the globals once init is over.
-pub(super) struct Dispatch<'js>(pub(super) std::cell::RefCell<Option<Function<'js>>>);
-
-// SAFETY: only `'js` values inside; `Changed` just renames the lifetime.
-unsafe impl<'js> rquickjs::JsLifetime<'js> for Dispatch<'js> {
-    type Changed<'to> = Dispatch<'to>;
-}
+/// Marks the shim's stream event handler (`__volley.grpcOnEvent(f)`).
+pub(super) struct GrpcEvents;
 
 fn dispatch<'js>(ctx: &Ctx<'js>, sid: u32, kind: &str, v: Value<'js>) -> rquickjs::Result<()> {
-    let f = ctx
-        .userdata::<Dispatch>()
-        .and_then(|d| d.0.borrow().clone())
-        .ok_or_else(|| throw(ctx, "k6/net/grpc is not loaded"))?;
-    f.call::<_, ()>((sid, kind, v))
+    crate::modules::EventHandler::<GrpcEvents>::call(ctx, "k6/net/grpc", (sid, kind, v))
 }
 
 impl Continue for StreamStep {
