@@ -211,3 +211,48 @@ fn refused_connection_reads_like_grpc_go() {
         .unwrap();
     assert!(e.contains("connection refused"), "{e}");
 }
+
+#[test]
+fn tls_with_alpn_h2() {
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let t = volley_testserver::spawn(volley_testserver::TargetConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        tls: Some(volley_testserver::TlsIdentity {
+            cert_chain_pem: ck.cert.pem().into_bytes(),
+            key_pem: ck.signing_key.serialize_pem().into_bytes(),
+        }),
+        ..Default::default()
+    })
+    .unwrap();
+    let pool = pool();
+    let m = proto::find_method(&pool, "volley.target.Target/Echo").unwrap();
+    let tls = volley_http::tls_config(
+        &volley_http::TlsOptions {
+            insecure: true,
+            cacert: None,
+        },
+        &[b"h2"],
+    )
+    .unwrap();
+    rt().block_on(async {
+        let opts = ConnectOptions {
+            tls: Some(tls),
+            ..ConnectOptions::default()
+        };
+        let (c, driver) = call::connect(&t.local_addr().to_string(), &opts)
+            .await
+            .unwrap();
+        tokio::spawn(driver);
+        let req = json::encode(&m.input(), r#"{"text":"over tls"}"#).unwrap();
+        let r = c
+            .unary("/volley.target.Target/Echo", &vec![], &req, T)
+            .await;
+        assert_eq!(r.status, status::OK, "{}", r.message);
+        assert!(json::decode(&m.output(), &r.body.unwrap())
+            .unwrap()
+            .contains("over tls"));
+        // Bytes are counted on the TLS socket.
+        let (sent, received) = c.wire_bytes();
+        assert!(sent > 100 && received > 100, "{sent} {received}");
+    });
+}
