@@ -252,3 +252,28 @@ fn typescript_and_data_module_scripts_match_k6() {
         assert!(kc.iter().any(|(n, _)| n == "checks"), "{kc:?}");
     }
 }
+
+#[test]
+fn grpc_scripts_give_k6s_checks_and_message_counts() {
+    let Some(k6) = k6() else {
+        eprintln!("k6 not found (set K6=/path/to/k6): skipped");
+        return;
+    };
+    // (script, checks that pass, stream messages received or None)
+    for (name, passes, received) in [
+        ("grpc_unary.js", 36, None),
+        ("grpc_streams.js", 8, Some(18)),
+        ("grpc_reflection.js", 8, None),
+        ("grpc_errors.js", 10, None),
+    ] {
+        let v = same_counts_as_k6(&k6, name);
+        assert_eq!(v["metrics"]["checks"]["passes"], passes, "{name}");
+        assert_eq!(v["metrics"]["checks"]["fails"], 0, "{name}");
+        if let Some(n) = received {
+            assert_eq!(
+                v["metrics"]["grpc_streams_msgs_received"]["count"], n,
+                "{name}"
+            );
+        }
+    }
+}

@@ -422,6 +422,13 @@ impl H2Connection {
         self.send.current_max_send_streams()
     }
 
+    /// The raw `h2` handle, for protocols on HTTP/2 whose streams the request/response API
+    /// does not model (gRPC's streams and trailers). Its streams are not counted by
+    /// [`H2Connection::active_streams`]; h2 itself waits for MAX_CONCURRENT_STREAMS.
+    pub fn h2_sender(&self) -> SendRequest<Bytes> {
+        self.send.clone()
+    }
+
     /// Raw bytes (sent, received) on the socket since it was opened, TLS included.
     pub fn wire_bytes(&self) -> (u64, u64) {
         self.shared.wire.get()

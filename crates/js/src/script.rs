@@ -32,6 +32,7 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
     // Internal: what the two WebSocket modules share.
     ("volley/ws-common", include_str!("shims/k6_ws_common.js")),
     ("k6/websockets", include_str!("shims/k6_websockets.js")),
+    ("k6/net/grpc", include_str!("shims/k6_net_grpc.js")),
     // k6 v1's name before the module left experimental.
     (
         "k6/experimental/websockets",
@@ -56,7 +57,7 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
 ];
 
 /// k6 modules that exist but Volley does not serve yet (a clear error instead of "not found").
-const PLANNED: &[&str] = &["k6/net/grpc", "k6/experimental"];
+const PLANNED: &[&str] = &["k6/experimental"];
 
 pub(crate) const CONSOLE_JS: &str = include_str!("shims/console.js");
 

@@ -6,27 +6,14 @@ mod common;
 use common::*;
 
 use volley_js::RunOutput;
-use volley_metrics::TotalValue;
 
 fn run(name: &str, t: &volley_testserver::RunningTarget) -> RunOutput {
     run_script(name, t, &[]).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
-/// Every check passed; their names, sorted.
-fn check_names(out: &RunOutput) -> Vec<String> {
-    let mut names: Vec<String> = all_checks_pass(out).into_iter().map(|c| c.0).collect();
-    names.dedup();
-    names
-}
-
 /// Samples of a trend over all its series.
 fn samples(r: &volley_metrics::RunResult, name: &str) -> u64 {
-    r.metrics_named(name)
-        .map(|m| match m.value {
-            TotalValue::Trend { count, .. } => count,
-            _ => panic!("{name} is not a trend"),
-        })
-        .sum()
+    trend_count(r, name, &[])
 }
 
 #[test]

@@ -30,6 +30,10 @@ pub const WS_SESSION_DURATION: &str = "ws_session_duration";
 pub const WS_MSGS_SENT: &str = "ws_msgs_sent";
 pub const WS_MSGS_RECEIVED: &str = "ws_msgs_received";
 pub const WS_PING: &str = "ws_ping";
+pub const GRPC_REQ_DURATION: &str = "grpc_req_duration";
+pub const GRPC_STREAMS: &str = "grpc_streams";
+pub const GRPC_STREAMS_MSGS_SENT: &str = "grpc_streams_msgs_sent";
+pub const GRPC_STREAMS_MSGS_RECEIVED: &str = "grpc_streams_msgs_received";
 /// Volley's own: arrival-rate iterations timed from when they were due (coordinated omission).
 pub const ITERATION_DURATION_CORRECTED: &str = "iteration_duration_corrected";
 /// Volley's own: iterations that threw (k6 only logs them).
@@ -62,6 +66,10 @@ pub const BUILTIN: &[(&str, MetricKind)] = &[
     (WS_MSGS_SENT, MetricKind::Counter),
     (WS_MSGS_RECEIVED, MetricKind::Counter),
     (WS_PING, MetricKind::Trend),
+    (GRPC_REQ_DURATION, MetricKind::Trend),
+    (GRPC_STREAMS, MetricKind::Counter),
+    (GRPC_STREAMS_MSGS_SENT, MetricKind::Counter),
+    (GRPC_STREAMS_MSGS_RECEIVED, MetricKind::Counter),
 ];
 
 /// The kind of built-in metric `name`, if it is one.

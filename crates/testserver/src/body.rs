@@ -38,6 +38,8 @@ pub(crate) enum RespBody {
     Full(Option<Bytes>),
     /// The `/bytes/N` pattern: `sent` bytes already produced, `remaining` still to go.
     Pattern { sent: u64, remaining: u64 },
+    /// Frames a task produces (gRPC: messages as they are ready, then trailers).
+    Channel(tokio::sync::mpsc::Receiver<Frame<Bytes>>),
 }
 
 impl RespBody {
@@ -83,9 +85,10 @@ impl Body for RespBody {
 
     fn poll_frame(
         self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
+        cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         let frame = match self.get_mut() {
+            RespBody::Channel(rx) => return rx.poll_recv(cx).map(|f| f.map(Ok)),
             RespBody::Full(b) => b.take().filter(|b| !b.is_empty()),
             RespBody::Pattern { sent, remaining } => {
                 if *remaining == 0 {
@@ -106,6 +109,7 @@ impl Body for RespBody {
         match self {
             RespBody::Full(b) => b.as_ref().is_none_or(Bytes::is_empty),
             RespBody::Pattern { remaining, .. } => *remaining == 0,
+            RespBody::Channel(_) => false,
         }
     }
 
@@ -113,6 +117,7 @@ impl Body for RespBody {
         match self {
             RespBody::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
             RespBody::Pattern { remaining, .. } => SizeHint::with_exact(*remaining),
+            RespBody::Channel(_) => SizeHint::default(),
         }
     }
 }

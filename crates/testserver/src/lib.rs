@@ -16,6 +16,8 @@
 //! * `meter` — wire-level byte/request/connection counters (see *Counting* below).
 //! * `tls` — PEM identity → rustls acceptor.
 //! * `ws` — the `/ws/echo` WebSocket endpoint and its test commands.
+//! * `grpc` — the gRPC service `volley.target.Target` (`examples/grpc/target.proto`) and
+//!   server reflection, on the same port (requests with `content-type: application/grpc`).
 //! * `gate` — [`Limits`]: bounded workers (a known capacity) and failing above a rate.
 //! * `codec` — base64, percent-decoding, query and cookie parsing.
 //!
@@ -39,6 +41,7 @@
 //! | `/redirect-to?url=U&status_code=C` | C (300..=308, default 302) with `Location: U` |
 //! | `/basic-auth/U/P` | 200 `{"authenticated": true, "user": U}` if `Authorization: Basic` matches, else 401 `{"authenticated": false}` with `WWW-Authenticate: Basic realm="volley"` |
 //! | `/bearer` | 200 `{"authenticated": true, "token": T}` for `Authorization: Bearer T`, else 401 with `WWW-Authenticate: Bearer` |
+//! | `POST /volley.target.Target/*` | gRPC (`content-type: application/grpc*`, HTTP/2): Echo, Count, Sum, Chat, Fail, Slow and reflection (v1, v1alpha); see `grpc` |
 //! | `/ws/echo` | WebSocket echo (upgrade; commands for server-initiated close, ping, bursts: see `ws`) |
 //! | `/upload` | POST/PUT (else 405): reads the body frame by frame without buffering, 200 `{"bytes": N}` |
 //! | `/stats` | 200 `{"requests", "bytes_received", "bytes_sent", "connections"}` (numbers), `"peers"` (distinct client IPs, at most 64) |
@@ -88,6 +91,7 @@
 mod body;
 mod codec;
 mod gate;
+mod grpc;
 pub mod harness;
 mod meter;
 mod routes;

@@ -48,6 +48,9 @@ pub(crate) fn route(req: Request<Incoming>) -> Route {
     if path == "/" {
         return Route::Ready(hello());
     }
+    if crate::grpc::is_grpc(&req) {
+        return Route::Ready(crate::grpc::serve(req));
+    }
     let resp = match path {
         "/echo" => return Route::Echo(req),
         "/ws/echo" => return Route::Ready(crate::ws::upgrade(req)),

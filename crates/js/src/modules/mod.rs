@@ -1,5 +1,5 @@
 //! k6 modules beyond the core (`k6/encoding`, `k6/crypto`, `k6/execution`, `k6/data`,
-//! `k6/html`, `k6/ws`, `k6/websockets`, `k6/experimental/fs`, `k6/experimental/csv`),
+//! `k6/html`, `k6/ws`, `k6/websockets`, `k6/net/grpc`, `k6/experimental/fs`, `k6/experimental/csv`),
 //! Volley's `volley/ledger`, the `jslib.k6.io` stand-ins, CommonJS `require`, and the state
 //! behind the `k6/http` extras (cookie jars, response callbacks).
 //!
@@ -15,6 +15,7 @@ pub(crate) mod csv;
 pub(crate) mod data;
 pub(crate) mod execution;
 pub(crate) mod fs;
+pub(crate) mod grpc;
 pub(crate) mod html;
 pub(crate) mod http_ext;
 pub(crate) mod ledger;
@@ -56,6 +57,8 @@ pub(crate) struct SharedExt {
     pub(crate) exec: execution::RunInfo,
     pub(crate) cjs: commonjs::CjsModules,
     pub(crate) files: fs::Files,
+    /// `.proto` sets compiled by `k6/net/grpc`'s `client.load()`, shared by every VU.
+    pub(crate) grpc: grpc::Protos,
 }
 
 /// What a response callback counts as expected (k6 `expectedStatuses`): status ranges.
@@ -88,6 +91,8 @@ pub(crate) struct VuExt {
     pub(crate) requiring: RefCell<Vec<String>>,
     /// Open WebSockets (`k6/ws`, `k6/websockets`).
     pub(crate) ws: RefCell<ws::Sockets>,
+    /// `k6/net/grpc` clients and streams.
+    pub(crate) grpc: RefCell<grpc::Clients>,
 }
 
 impl Default for VuExt {
@@ -100,6 +105,7 @@ impl Default for VuExt {
             expected: RefCell::new(Some(Expected::k6_default())),
             requiring: RefCell::default(),
             ws: RefCell::default(),
+            grpc: RefCell::default(),
         }
     }
 }
@@ -126,6 +132,47 @@ pub(crate) fn end_iteration(st: &VuState) -> Option<String> {
 /// `exec.test.abort()` was called during setup (or init).
 pub(crate) fn take_abort(st: &VuState) -> Option<String> {
     st.ext.abort.borrow_mut().take()
+}
+
+/// A module's JS event handler (`__volley.wsOnEvent(f)`, `grpcOnEvent`), kept in the
+/// runtime's userdata because `__volley` is gone from the globals once init is over. `M`
+/// tells the modules' handlers apart.
+pub(crate) struct EventHandler<'js, M: 'static>(
+    RefCell<Option<rquickjs::Function<'js>>>,
+    std::marker::PhantomData<M>,
+);
+
+// SAFETY: only `'js` values inside; `Changed` just renames the lifetime.
+unsafe impl<'js, M: 'static> rquickjs::JsLifetime<'js> for EventHandler<'js, M> {
+    type Changed<'to> = EventHandler<'to, M>;
+}
+
+impl<'js, M: 'static> EventHandler<'js, M> {
+    /// Install (or replace) the handler.
+    pub(crate) fn set(ctx: &Ctx<'js>, f: rquickjs::Function<'js>) {
+        match ctx.userdata::<Self>() {
+            Some(d) => *d.0.borrow_mut() = Some(f),
+            None => {
+                let _ = ctx.store_userdata(EventHandler::<M>(
+                    RefCell::new(Some(f)),
+                    std::marker::PhantomData,
+                ));
+            }
+        }
+    }
+
+    /// Call the handler with `args`; `module` names the module in the error when there is none.
+    pub(crate) fn call<A: rquickjs::function::IntoArgs<'js>>(
+        ctx: &Ctx<'js>,
+        module: &str,
+        args: A,
+    ) -> rquickjs::Result<()> {
+        let f = ctx
+            .userdata::<Self>()
+            .and_then(|d| d.0.borrow().clone())
+            .ok_or_else(|| throw(ctx, &format!("{module} is not loaded")))?;
+        f.call::<_, ()>(args)
+    }
 }
 
 pub(crate) fn throw(ctx: &Ctx<'_>, msg: &str) -> rquickjs::Error {
@@ -161,6 +208,7 @@ pub(crate) fn install<'js>(
     html::install(ctx, v)?;
     ledger::install(ctx, v)?;
     ws::install(ctx, v, st)?;
+    grpc::install(ctx, v, st)?;
     fs::install(ctx, v, st)?;
     csv::install(ctx, v, st)?;
     if st.id > 0 && st.env.is_some() {

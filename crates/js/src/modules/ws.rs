@@ -353,21 +353,11 @@ fn next_op(mut conn: WsConn) -> OpFuture {
     })
 }
 
-/// The `k6/websockets` shim's event handler (`__volley.wsOnEvent(f)`), kept in the runtime's
-/// userdata: `__volley` is gone from the globals once init is over.
-struct Dispatch<'js>(std::cell::RefCell<Option<Function<'js>>>);
-
-// SAFETY: only `'js` values inside; `Changed` just renames the lifetime.
-unsafe impl<'js> rquickjs::JsLifetime<'js> for Dispatch<'js> {
-    type Changed<'to> = Dispatch<'to>;
-}
+/// Marks the `k6/websockets` shim's event handler (`__volley.wsOnEvent(f)`).
+struct WsEvents;
 
 fn dispatch<'js>(ctx: &Ctx<'js>, id: u32, ev: Value<'js>) -> rquickjs::Result<()> {
-    let f = ctx
-        .userdata::<Dispatch>()
-        .and_then(|d| d.0.borrow().clone())
-        .ok_or_else(|| throw(ctx, "k6/websockets is not loaded"))?;
-    f.call::<_, ()>((id, ev))
+    crate::modules::EventHandler::<WsEvents>::call(ctx, "k6/websockets", (id, ev))
 }
 
 impl Continue for Step {
@@ -569,11 +559,8 @@ pub(crate) fn install<'js>(
         v.set("wsEnd", Function::new(ctx.clone(), f)?)?;
     }
     {
-        let f = move |ctx: Ctx<'js>, f: Function<'js>| match ctx.userdata::<Dispatch>() {
-            Some(d) => *d.0.borrow_mut() = Some(f),
-            None => {
-                let _ = ctx.store_userdata(Dispatch(std::cell::RefCell::new(Some(f))));
-            }
+        let f = move |ctx: Ctx<'js>, f: Function<'js>| {
+            crate::modules::EventHandler::<WsEvents>::set(&ctx, f)
         };
         v.set("wsOnEvent", Function::new(ctx.clone(), f)?)?;
     }

@@ -42,14 +42,22 @@ pub fn run_script(
     )
 }
 
+/// The series of metric `name` whose tags include every `(key, value)` of `filter`.
+pub fn matching<'a>(
+    r: &'a RunResult,
+    name: &'a str,
+    filter: &'a [(&'a str, &'a str)],
+) -> impl Iterator<Item = &'a volley_metrics::MetricTotal> + 'a {
+    r.metrics_named(name).filter(move |m| {
+        filter
+            .iter()
+            .all(|(k, v)| m.tags.get(*k).map(String::as_str) == Some(v))
+    })
+}
+
 /// Sum of a counter over the tag sets matching `filter`.
 pub fn counter(r: &RunResult, name: &str, filter: &[(&str, &str)]) -> f64 {
-    r.metrics_named(name)
-        .filter(|m| {
-            filter
-                .iter()
-                .all(|(k, v)| m.tags.get(*k).map(String::as_str) == Some(v))
-        })
+    matching(r, name, filter)
         .map(|m| match m.value {
             TotalValue::Counter { sum, .. } => sum,
             _ => panic!("{name} is not a counter"),
@@ -59,17 +67,29 @@ pub fn counter(r: &RunResult, name: &str, filter: &[(&str, &str)]) -> f64 {
 
 /// (trues, total) of a rate over the tag sets matching `filter`.
 pub fn rate(r: &RunResult, name: &str, filter: &[(&str, &str)]) -> (u64, u64) {
-    r.metrics_named(name)
-        .filter(|m| {
-            filter
-                .iter()
-                .all(|(k, v)| m.tags.get(*k).map(String::as_str) == Some(v))
-        })
+    matching(r, name, filter)
         .map(|m| match m.value {
             TotalValue::Rate { trues, total } => (trues, total),
             _ => panic!("{name} is not a rate"),
         })
         .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+}
+
+/// Samples of a trend over the tag sets matching `filter`.
+pub fn trend_count(r: &RunResult, name: &str, filter: &[(&str, &str)]) -> u64 {
+    matching(r, name, filter)
+        .map(|m| match m.value {
+            TotalValue::Trend { count, .. } => count,
+            _ => panic!("{name} is not a trend"),
+        })
+        .sum()
+}
+
+/// Every check passed; their names, sorted and deduplicated.
+pub fn check_names(out: &volley_js::RunOutput) -> Vec<String> {
+    let mut names: Vec<String> = all_checks_pass(out).into_iter().map(|c| c.0).collect();
+    names.dedup();
+    names
 }
 
 pub fn trend(r: &RunResult, name: &str) -> (u64, f64, f64, f64) {

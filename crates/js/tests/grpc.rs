@@ -1,0 +1,184 @@
+//! `k6/net/grpc` against the built-in target's gRPC service: the scripts under
+//! `tests/k6/grpc_*.js` assert responses, events and k6's error texts with checks; here
+//! every check must pass and the metrics (k6's names, kinds and tags) must count exactly.
+
+mod common;
+use common::*;
+
+use volley_js::RunOutput;
+
+fn run(name: &str, t: &volley_testserver::RunningTarget) -> RunOutput {
+    run_script(name, t, &[]).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn samples(r: &volley_metrics::RunResult, name: &str, filter: &[(&str, &str)]) -> u64 {
+    trend_count(r, name, filter)
+}
+
+#[test]
+fn unary_calls_shape_responses_as_k6_and_count_exactly() {
+    let t = target();
+    let out = run("grpc_unary.js", &t);
+    let r = &out.result;
+    assert!(r.metrics_named("iteration_errors").next().is_none());
+    let checks = check_names(&out);
+    assert_eq!(checks.len(), 18, "{checks:?}");
+    // Per iteration: 2 Echo + Fail + Slow + discarded Echo + async Echo + 2 async Slow = 8.
+    assert_eq!(samples(r, "grpc_req_duration", &[]), 16);
+    assert_eq!(samples(r, "grpc_req_duration", &[("status", "0")]), 12);
+    assert_eq!(samples(r, "grpc_req_duration", &[("status", "5")]), 2);
+    assert_eq!(samples(r, "grpc_req_duration", &[("status", "4")]), 2);
+    let url = format!("{}/volley.target.Target/Echo", t.local_addr());
+    assert_eq!(
+        samples(
+            r,
+            "grpc_req_duration",
+            &[
+                ("part", "echo"),
+                ("name", "/volley.target.Target/Echo"),
+                ("method", "Echo"),
+                ("service", "volley.target.Target"),
+                ("url", url.as_str()),
+            ]
+        ),
+        2
+    );
+    assert!(counter(r, "data_sent", &[]) > 0.0);
+    assert!(counter(r, "data_received", &[]) > 0.0);
+}
+
+#[test]
+fn streams_deliver_events_in_order_and_count_messages() {
+    let t = target();
+    let out = run("grpc_streams.js", &t);
+    let r = &out.result;
+    assert!(r.metrics_named("iteration_errors").next().is_none());
+    assert_eq!(check_names(&out).len(), 4);
+    assert_eq!(rate(r, "checks", &[]), (8, 8));
+    assert_eq!(counter(r, "grpc_streams", &[]), 8.0);
+    // Per iteration: Count 1 + Sum 4 + Chat 5 + Fail 1 written.
+    assert_eq!(counter(r, "grpc_streams_msgs_sent", &[]), 22.0);
+    assert_eq!(
+        counter(r, "grpc_streams_msgs_sent", &[("part", "sum")]),
+        8.0
+    );
+    // Count 3 + Sum 1 + Chat 5 received.
+    assert_eq!(counter(r, "grpc_streams_msgs_received", &[]), 18.0);
+    assert_eq!(
+        counter(r, "grpc_streams_msgs_received", &[("part", "chat")]),
+        10.0
+    );
+    assert_eq!(
+        samples(r, "grpc_req_duration", &[("part", "fail"), ("status", "5")]),
+        2
+    );
+}
+
+#[test]
+fn reflection_builds_descriptors_from_the_server() {
+    let t = target();
+    let out = run("grpc_reflection.js", &t);
+    assert_eq!(rate(&out.result, "checks", &[]), (8, 8));
+    assert_eq!(
+        samples(&out.result, "grpc_req_duration", &[("status", "0")]),
+        4
+    );
+}
+
+#[test]
+fn errors_read_as_k6() {
+    let t = target();
+    let out = run("grpc_errors.js", &t);
+    assert_eq!(check_names(&out).len(), 10);
+}
+
+/// A Python grpcio server (tests/peers/grpc_server.py) on loopback; `None` (skip) when
+/// `python3 -c 'import grpc, grpc_reflection'` fails.
+struct Peer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn python_peer(protoset: &std::path::Path) -> Option<Peer> {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let ok = Command::new("python3")
+        .args(["-c", "import grpc, grpc_reflection"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        return None;
+    }
+    let server =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/grpc_server.py");
+    let mut child = Command::new("python3")
+        .arg(server)
+        .arg(protoset)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .ok()?;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take()?)
+        .read_line(&mut line)
+        .ok()?;
+    let port = line.trim().parse().ok()?;
+    Some(Peer { child, port })
+}
+
+#[test]
+fn independent_grpcio_server_with_a_protoset_and_reflection() {
+    let dir = std::env::temp_dir().join(format!("volley-grpc-peer-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let protoset = dir.join("target.protoset");
+    let protos = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/grpc");
+    let pool = volley_grpc::proto::load(&[protos], &["target.proto".into()]).unwrap();
+    std::fs::write(&protoset, pool.encode_to_vec()).unwrap();
+    let Some(peer) = python_peer(&protoset) else {
+        eprintln!("SKIP: python3 with grpcio and grpcio-reflection not found (pip install grpcio grpcio-reflection)");
+        return;
+    };
+    let mut env = std::collections::BTreeMap::new();
+    env.insert(
+        "BASE".to_string(),
+        format!("http://127.0.0.1:{}", peer.port),
+    );
+    env.insert("PROTOSET".to_string(), protoset.display().to_string());
+    let out = volley_js::run(
+        &script("grpc_peer.js"),
+        env,
+        &volley_js::CliOptions::default(),
+        2,
+        vec![],
+        &volley_engine::RunControl::new(),
+    )
+    .unwrap_or_else(|e| panic!("grpc_peer.js: {e}"));
+    let r = &out.result;
+    assert!(r.metrics_named("iteration_errors").next().is_none());
+    assert_eq!(check_names(&out).len(), 8);
+    assert_eq!(rate(r, "checks", &[]), (16, 16));
+    assert_eq!(counter(r, "grpc_streams_msgs_received", &[]), 14.0);
+    assert_eq!(samples(r, "grpc_req_duration", &[("status", "7")]), 2);
+}
+
+#[test]
+fn bad_proto_fails_init_with_file_line_column_and_a_hint() {
+    let t = target();
+    let e = run_script("grpc_bad_proto.js", &t, &[])
+        .err()
+        .expect("init fails");
+    let volley_js::RunError::Script(msg) = e else {
+        panic!("not a script error: {e:?}")
+    };
+    assert!(msg.contains("bad.proto:6:3: "), "{msg}");
+    assert!(msg.contains("strnig"), "{msg}");
+    assert!(msg.contains("hint:"), "{msg}");
+}
