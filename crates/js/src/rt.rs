@@ -22,6 +22,9 @@
 //! partly filled 4 KB arena per size class, ~70 KB per VU. The workspace builds QuickJS
 //! without them (`vendor/rquickjs-sys/VOLLEY.md`): 275.2 → 225.8 KiB per VU.
 
+mod ctx_data;
+pub(crate) use ctx_data::{DropVuData, VuData};
+
 use rquickjs::context::intrinsic;
 use rquickjs::{Context, Runtime};
 

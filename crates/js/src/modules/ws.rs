@@ -16,6 +16,7 @@
 
 use crate::event_loop::{self, Continue, Next, OpFuture};
 use crate::modules::{array_buffer, bytes_of, throw};
+use crate::rt::VuData;
 use crate::vu::VuState;
 use rquickjs::function::Opt;
 use rquickjs::{Ctx, Function, Object, Value};
@@ -364,7 +365,7 @@ unsafe impl<'js> rquickjs::JsLifetime<'js> for Dispatch<'js> {
 
 fn dispatch<'js>(ctx: &Ctx<'js>, id: u32, ev: Value<'js>) -> rquickjs::Result<()> {
     let f = ctx
-        .userdata::<Dispatch>()
+        .vu_userdata::<Dispatch>()
         .and_then(|d| d.0.borrow().clone())
         .ok_or_else(|| throw(ctx, "k6/websockets is not loaded"))?;
     f.call::<_, ()>((id, ev))
@@ -569,10 +570,10 @@ pub(crate) fn install<'js>(
         v.set("wsEnd", Function::new(ctx.clone(), f)?)?;
     }
     {
-        let f = move |ctx: Ctx<'js>, f: Function<'js>| match ctx.userdata::<Dispatch>() {
+        let f = move |ctx: Ctx<'js>, f: Function<'js>| match ctx.vu_userdata::<Dispatch>() {
             Some(d) => *d.0.borrow_mut() = Some(f),
             None => {
-                let _ = ctx.store_userdata(Dispatch(std::cell::RefCell::new(Some(f))));
+                ctx.store_vu_userdata(Dispatch(std::cell::RefCell::new(Some(f))));
             }
         };
         v.set("wsOnEvent", Function::new(ctx.clone(), f)?)?;
