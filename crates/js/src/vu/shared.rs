@@ -52,7 +52,7 @@ pub(crate) fn enabled() -> bool {
     *MODE.get_or_init(|| std::env::var("VOLLEY_VU_RUNTIME").is_ok_and(|v| v == "shared"))
 }
 
-/// How many VUs one runtime serves (`VOLLEY_VUS_PER_RUNTIME`, default 256): more saves a
+/// How many VUs one runtime serves (`VOLLEY_VUS_PER_RUNTIME`, default 32): more saves a
 /// little memory, but one garbage collection then walks more VUs' objects at once.
 pub(crate) fn vus_per_runtime() -> usize {
     static N: OnceLock<usize> = OnceLock::new();
@@ -61,7 +61,7 @@ pub(crate) fn vus_per_runtime() -> usize {
             .ok()
             .and_then(|v| v.parse().ok())
             .filter(|n| *n > 0)
-            .unwrap_or(256)
+            .unwrap_or(32)
     })
 }
 
