@@ -1,4 +1,5 @@
-//! A VU: one QuickJS runtime + context on its own stackful coroutine.
+//! A VU: a QuickJS context on its own stackful coroutine, in a runtime shared with other
+//! VUs of its worker thread (`shared`) or, with `VOLLEY_VU_RUNTIME=per-vu`, its own.
 //!
 //! k6 scripts are synchronous (`const r = http.get(url)`), so a native call that must wait
 //! (a request, `sleep`) *suspends the coroutine* with a future; the VU's task on the worker's

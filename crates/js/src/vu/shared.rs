@@ -1,4 +1,4 @@
-//! Shared runtimes (`VOLLEY_VU_RUNTIME=shared`): up to [`vus_per_runtime`] VUs of a worker
+//! Shared runtimes (the default; `VOLLEY_VU_RUNTIME=per-vu` turns them off): up to [`vus_per_runtime`] VUs of a worker
 //! thread share one QuickJS runtime, each VU a context of its own on its own coroutine.
 //!
 //! A runtime keeps state about "the running call" that a VU suspended in the middle of a
@@ -45,11 +45,12 @@ extern "C" {
     fn JS_VolleyDropJobsOf(ctx: *mut qjs::JSContext);
 }
 
-/// Do VUs share runtimes? `VOLLEY_VU_RUNTIME=shared`; `per-vu` (the default) gives each VU
-/// its own.
+/// Do VUs share runtimes? Yes (`VOLLEY_VU_RUNTIME=shared`, the default) unless
+/// `VOLLEY_VU_RUNTIME=per-vu` gives each VU a runtime of its own (the earlier model, kept
+/// as a fallback).
 pub(crate) fn enabled() -> bool {
     static MODE: OnceLock<bool> = OnceLock::new();
-    *MODE.get_or_init(|| std::env::var("VOLLEY_VU_RUNTIME").is_ok_and(|v| v == "shared"))
+    *MODE.get_or_init(|| std::env::var("VOLLEY_VU_RUNTIME").map_or(true, |v| v != "per-vu"))
 }
 
 /// How many VUs one runtime serves (`VOLLEY_VUS_PER_RUNTIME`, default 32): more saves a
