@@ -37,7 +37,7 @@ pub fn raise_open_files(wanted: u64) -> Result<u64, String> {
             lim.rlim_cur = top;
         }
     }
-    let have = lim.rlim_cur as u64;
+    let have: u64 = lim.rlim_cur;
     if have < wanted {
         return Err(format!(
             "the open-file limit is {have} (hard limit {}), below the ~{wanted} this run may \
@@ -64,7 +64,7 @@ mod tests {
         if lim.rlim_max != libc::RLIM_INFINITY {
             assert_eq!(lim.rlim_cur, lim.rlim_max);
         }
-        assert_eq!(have, lim.rlim_cur as u64);
+        assert_eq!(have, lim.rlim_cur);
         let e = super::raise_open_files(u64::MAX).unwrap_err();
         assert!(e.contains("hard limit"), "{e}");
     }

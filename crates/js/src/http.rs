@@ -274,7 +274,7 @@ fn request<'js>(
     let Some(k) = ctx.vu_userdata::<Keys>() else {
         return Err(rquickjs::Exception::throw_internal(ctx, "no Response keys"));
     };
-    let mut spec = parse_spec(ctx, st, &k, method, url, body, headers, params)?;
+    let mut spec = parse_spec(ctx, st, k, method, url, body, headers, params)?;
     let out = loop {
         // k6's rps: every request (each redirect hop too) takes a slot of the run's limiter.
         if let Some(l) = &st.shared.settings().rps {
@@ -284,7 +284,7 @@ fn request<'js>(
                     .ok_or_else(|| interrupted(ctx))?;
             }
         }
-        match start_hop(ctx, st, &k, &spec, proto)? {
+        match start_hop(ctx, st, k, &spec, proto)? {
             Started::Done(out) => break out,
             Started::Go(hop, fut) => {
                 let ex = st.wait(fut).ok_or_else(|| interrupted(ctx))?;
@@ -425,7 +425,7 @@ pub(crate) fn install<'js>(
                 specs.push(parse_spec(
                     &ctx,
                     &st,
-                    &k,
+                    k,
                     r.get(0)?,
                     r.get(1)?,
                     r.get(2)?,
@@ -458,7 +458,7 @@ pub(crate) fn install<'js>(
                         }
                         *c += 1;
                     }
-                    match start_hop(&ctx, &st, &k, spec, proto.as_ref())? {
+                    match start_hop(&ctx, &st, k, spec, proto.as_ref())? {
                         Started::Done(out) => outs[n] = Some(out),
                         Started::Go(hop, fut) => {
                             hops.push((n, hop));

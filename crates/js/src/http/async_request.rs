@@ -48,7 +48,7 @@ impl Continue for HttpOp {
             return Ok(Next::Done(res.into_value()));
         }
         // A redirect: the next hop.
-        Ok(match start_hop(ctx, st, &k, &spec, proto.as_ref())? {
+        Ok(match start_hop(ctx, st, k, &spec, proto.as_ref())? {
             Started::Done(res) => Next::Done(res.into_value()),
             Started::Go(hop, fut) => Next::Again(op(fut), Box::new(HttpOp { spec, hop })),
         })
@@ -96,12 +96,12 @@ pub(super) fn install<'js>(
             return Err(Exception::throw_internal(&ctx, "no Response keys"));
         };
         let params = params.0.and_then(|p| p.into_object());
-        let spec = match parse_spec(&ctx, &st, &k, method, url, body, headers, params) {
+        let spec = match parse_spec(&ctx, &st, k, method, url, body, headers, params) {
             Ok(s) => s,
             Err(e) => return rejected(&ctx, e),
         };
         let proto = self::proto(&ctx);
-        match start_hop(&ctx, &st, &k, &spec, proto.as_ref()) {
+        match start_hop(&ctx, &st, k, &spec, proto.as_ref()) {
             Err(e) => rejected(&ctx, e),
             Ok(Started::Done(res)) => {
                 let (p, resolve, _) = ctx.promise()?;
