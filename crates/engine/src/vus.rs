@@ -403,6 +403,11 @@ pub fn run_vus_with<F: VuFactory>(
     }
     let ctl = user_ctl.child();
     let max_vus = plan.max_vus();
+    // A connection per VU (plus the process's own files): as Go does for k6, take the
+    // open-file hard limit; say so when even that is too low.
+    if let Err(w) = crate::sys::raise_open_files(max_vus.saturating_add(256)) {
+        crate::log::log(crate::log::Level::Warn, &w, &[]);
+    }
     let threads = match plan.threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,

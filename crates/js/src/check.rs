@@ -6,6 +6,7 @@
 //! Here the names are read as atoms (QuickJS's interned property names): a condition already
 //! seen in the same group finds its series by comparing two integers.
 
+use crate::rt::VuData;
 use crate::vu::VuState;
 use rquickjs::function::Opt;
 use rquickjs::qjs;
@@ -108,7 +109,7 @@ fn record<'js>(
     let plain =
         tags.is_none_or(|t| t.is_null() || t.is_undefined()) && st.ext.tags.borrow().is_empty();
     let group = st.group_id.get();
-    let cache = ctx.userdata::<Cache>();
+    let cache = ctx.vu_userdata::<Cache>();
     if plain {
         if let Some(c) = &cache {
             let hit =
@@ -236,8 +237,8 @@ pub(crate) fn install<'js>(
     v: &Object<'js>,
     st: &Rc<VuState>,
 ) -> rquickjs::Result<()> {
-    if ctx.userdata::<Cache>().is_none() {
-        let _ = ctx.store_userdata(Cache(RefCell::new(Vec::new())));
+    if ctx.vu_userdata::<Cache>().is_none() {
+        ctx.store_vu_userdata(Cache(RefCell::new(Vec::new())));
     }
     let st = st.clone();
     let f = Function::new(

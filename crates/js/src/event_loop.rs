@@ -24,9 +24,10 @@
 //! its event loop too); requests are not allowed there.
 //!
 //! Rust keeps the deadlines and futures ([`Pending`], in `VuState`); the JS values (callbacks,
-//! their arguments, promise resolvers, rejected promises) live in the runtime's userdata
+//! their arguments, promise resolvers, rejected promises) live in the context's userdata
 //! ([`Js`]), so nothing JS outlives its runtime.
 
+use crate::rt::VuData;
 use crate::vu::VuState;
 use rquickjs::function::{Opt, Rest, This};
 use rquickjs::{Coerced, Ctx, Exception, Function, Object, Promise, Runtime, Value};
@@ -139,7 +140,7 @@ struct Timer<'js> {
     every: Option<Duration>,
 }
 
-/// The JS side of [`Pending`], kept in the runtime's userdata.
+/// The JS side of [`Pending`], kept in the context's userdata (`crate::rt::VuData`).
 pub(crate) struct Js<'js> {
     timers: RefCell<HashMap<u64, Timer<'js>>>,
     /// Operation id → (resolve, reject) of its promise.
@@ -155,8 +156,8 @@ unsafe impl<'js> rquickjs::JsLifetime<'js> for Js<'js> {
 
 /// Define the timer globals (`setTimeout`, `clearTimeout`, `setInterval`, `clearInterval`).
 pub(crate) fn install<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs::Result<()> {
-    if ctx.userdata::<Js>().is_none() {
-        let _ = ctx.store_userdata(Js {
+    if ctx.vu_userdata::<Js>().is_none() {
+        ctx.store_vu_userdata(Js {
             timers: RefCell::default(),
             settle: RefCell::default(),
             rejected: RefCell::default(),
@@ -184,7 +185,7 @@ pub(crate) fn install<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs::Result
             return;
         }
         let id = id as u64;
-        if let Some(js) = ctx.userdata::<Js>() {
+        if let Some(js) = ctx.vu_userdata::<Js>() {
             let t = js.timers.borrow_mut().remove(&id);
             drop(t);
         }
@@ -223,7 +224,7 @@ fn add_timer<'js>(
     let p = &st.pending;
     let id = p.last_timer.get() + 1;
     p.last_timer.set(id);
-    let Some(js) = ctx.userdata::<Js>() else {
+    let Some(js) = ctx.vu_userdata::<Js>() else {
         return Err(Exception::throw_internal(ctx, "timers are not set up"));
     };
     js.timers.borrow_mut().insert(
@@ -246,7 +247,7 @@ pub(crate) fn start_op<'js>(
     cont: Box<dyn Continue>,
 ) -> rquickjs::Result<Promise<'js>> {
     let (promise, resolve, reject) = ctx.promise()?;
-    let Some(js) = ctx.userdata::<Js>() else {
+    let Some(js) = ctx.vu_userdata::<Js>() else {
         return Err(Exception::throw_internal(
             ctx,
             "the event loop is not set up",
@@ -261,12 +262,12 @@ pub(crate) fn start_op<'js>(
 }
 
 /// Record rejected promises that have no handler (k6 ends the call with "Uncaught (in
-/// promise) ..." when one is still unhandled after a turn of the loop).
-pub(crate) fn track_rejections(rt: &Runtime, st: &Rc<VuState>) {
-    let st = st.clone();
+/// promise) ..." when one is still unhandled after a turn of the loop). `st`: the runtime's
+/// one VU; `None` when VUs share the runtime (the running VU's promise).
+pub(crate) fn track_rejections(rt: &Runtime, st: Option<Rc<VuState>>) {
     rt.set_host_promise_rejection_tracker(Some(Box::new(
         move |ctx: Ctx<'_>, promise: Value<'_>, reason: Value<'_>, handled: bool| {
-            let Some(js) = ctx.userdata::<Js>() else {
+            let Some(js) = ctx.vu_userdata::<Js>() else {
                 return;
             };
             let mut list = js.rejected.borrow_mut();
@@ -274,7 +275,12 @@ pub(crate) fn track_rejections(rt: &Runtime, st: &Rc<VuState>) {
                 list.retain(|(p, _)| *p != promise);
             } else {
                 list.push((promise, reason));
-                st.pending.active.set(true);
+                match &st {
+                    Some(st) => st.pending.active.set(true),
+                    None => {
+                        crate::vu::shared::with_current(|st| st.pending.active.set(true));
+                    }
+                }
             }
         },
     )));
@@ -503,11 +509,10 @@ fn complete<'js>(ctx: &Ctx<'js>, st: &VuState, id: u64, out: Box<dyn Any>) -> rq
         Err(rquickjs::Error::Exception) => Err(ctx.catch()),
         Err(e) => Err(Exception::from_message(ctx.clone(), &e.to_string())?.into_value()),
     };
-    let Some(js) = ctx.userdata::<Js>() else {
+    let Some(js) = ctx.vu_userdata::<Js>() else {
         return Ok(());
     };
     let settle = js.settle.borrow_mut().remove(&id);
-    drop(js);
     if let Some((resolve, reject)) = settle {
         match outcome {
             Ok(v) => resolve.call::<_, ()>((v,))?,
@@ -533,7 +538,7 @@ fn fire_due<'js>(ctx: &Ctx<'js>, st: &VuState) -> rquickjs::Result<()> {
                 _ => return Ok(()),
             }
         };
-        let Some(js) = ctx.userdata::<Js>() else {
+        let Some(js) = ctx.vu_userdata::<Js>() else {
             return Ok(());
         };
         let timer = {
@@ -547,13 +552,12 @@ fn fire_due<'js>(ctx: &Ctx<'js>, st: &VuState) -> rquickjs::Result<()> {
             }
             call
         };
-        drop(js);
         let (f, args, every) = timer;
         f.call::<_, Value>((This(ctx.globals()), Rest(args)))?;
         // k6: an interval is set again after its callback, unless the callback cleared it.
         if let Some(d) = every {
             let alive = ctx
-                .userdata::<Js>()
+                .vu_userdata::<Js>()
                 .is_some_and(|js| js.timers.borrow().contains_key(&id));
             if alive {
                 p.schedule(id, d);
@@ -561,7 +565,7 @@ fn fire_due<'js>(ctx: &Ctx<'js>, st: &VuState) -> rquickjs::Result<()> {
         }
         crate::script::drain_jobs(ctx);
         let unhandled = ctx
-            .userdata::<Js>()
+            .vu_userdata::<Js>()
             .is_some_and(|js| !js.rejected.borrow().is_empty());
         if unhandled || st.interrupted.get() || st.ext.abort.borrow().is_some() {
             return Ok(());
@@ -571,7 +575,7 @@ fn fire_due<'js>(ctx: &Ctx<'js>, st: &VuState) -> rquickjs::Result<()> {
 
 /// The first rejection still unhandled, if any (the rest are dropped: one error per call).
 fn take_unhandled<'js>(ctx: &Ctx<'js>) -> Option<Value<'js>> {
-    let js = ctx.userdata::<Js>()?;
+    let js = ctx.vu_userdata::<Js>()?;
     let mut list = js.rejected.borrow_mut();
     if list.is_empty() {
         return None;
@@ -579,7 +583,6 @@ fn take_unhandled<'js>(ctx: &Ctx<'js>) -> Option<Value<'js>> {
     let (_, reason) = list.swap_remove(0);
     let rest = std::mem::take(&mut *list);
     drop(list);
-    drop(js);
     drop(rest);
     Some(reason)
 }
@@ -626,11 +629,10 @@ fn clear(ctx: &Ctx<'_>, st: &VuState) {
     let conts = std::mem::take(&mut *p.conts.borrow_mut());
     drop((ops, conts));
     p.active.set(false);
-    if let Some(js) = ctx.userdata::<Js>() {
+    if let Some(js) = ctx.vu_userdata::<Js>() {
         let timers = std::mem::take(&mut *js.timers.borrow_mut());
         let settle = std::mem::take(&mut *js.settle.borrow_mut());
         let rejected = std::mem::take(&mut *js.rejected.borrow_mut());
-        drop(js);
         drop((timers, settle, rejected));
     }
 }

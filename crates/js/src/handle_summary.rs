@@ -28,8 +28,9 @@ pub(crate) fn call(
     let ctx = Context::full(&rt).map_err(|e| format!("cannot start QuickJS: {e}"))?;
     let state = VuState::new_init(shared.clone());
     *state.halt.borrow_mut() = Some(stop_on_signal(ctl));
-    crate::event_loop::track_rejections(&rt, &state);
+    crate::event_loop::track_rejections(&rt, Some(state.clone()));
     let out = ctx.with(|ctx| -> Result<Option<Outputs>, String> {
+        let _data = crate::rt::DropVuData(&ctx);
         install_globals(&ctx, &state).map_err(|e| script::describe(&ctx, e))?;
         let main = &shared.main;
         let bc = shared

@@ -14,6 +14,7 @@ mod debug;
 mod response;
 pub(crate) use debug::mode as debug_mode;
 
+use crate::rt::VuData;
 use crate::vu::VuState;
 use response::{response_field, Fast, Keys};
 use rquickjs::function::Opt;
@@ -251,7 +252,7 @@ fn init_refused(ctx: &Ctx<'_>) -> rquickjs::Error {
 
 /// The shim's `Response.prototype`, as `__volley.httpInit` registered it.
 fn response_proto<'js>(ctx: &Ctx<'js>) -> Option<Object<'js>> {
-    ctx.userdata::<Fast>()
+    ctx.vu_userdata::<Fast>()
         .and_then(|f| f.proto.borrow().clone())
 }
 
@@ -270,10 +271,10 @@ fn request<'js>(
     if st.in_init.get() {
         return Err(init_refused(ctx));
     }
-    let Some(k) = ctx.userdata::<Keys>() else {
+    let Some(k) = ctx.vu_userdata::<Keys>() else {
         return Err(rquickjs::Exception::throw_internal(ctx, "no Response keys"));
     };
-    let mut spec = parse_spec(ctx, st, &k, method, url, body, headers, params)?;
+    let mut spec = parse_spec(ctx, st, k, method, url, body, headers, params)?;
     let out = loop {
         // k6's rps: every request (each redirect hop too) takes a slot of the run's limiter.
         if let Some(l) = &st.shared.settings().rps {
@@ -283,7 +284,7 @@ fn request<'js>(
                     .ok_or_else(|| interrupted(ctx))?;
             }
         }
-        match start_hop(ctx, st, &k, &spec, proto)? {
+        match start_hop(ctx, st, k, &spec, proto)? {
             Started::Done(out) => break out,
             Started::Go(hop, fut) => {
                 let ex = st.wait(fut).ok_or_else(|| interrupted(ctx))?;
@@ -313,11 +314,11 @@ pub(crate) fn install<'js>(
 ) -> rquickjs::Result<()> {
     // Kept in the runtime's userdata, not in the closure: an atom holds its context, and a
     // context held by one of its own functions would never be freed.
-    if ctx.userdata::<Keys>().is_none() {
+    if ctx.vu_userdata::<Keys>().is_none() {
         let k = Keys::new(ctx)?;
         let f = Keys::fast(ctx, &k)?;
-        let _ = ctx.store_userdata(k);
-        let _ = ctx.store_userdata(f);
+        ctx.store_vu_userdata(k);
+        ctx.store_vu_userdata(f);
     }
     let request_fn = {
         let st = st.clone();
@@ -377,7 +378,7 @@ pub(crate) fn install<'js>(
                 }
             }
             let slow = ctx
-                .userdata::<Fast>()
+                .vu_userdata::<Fast>()
                 .and_then(|f| f.get_slow.borrow().clone());
             match slow {
                 Some(f) => f.call((url, params.0)),
@@ -394,7 +395,7 @@ pub(crate) fn install<'js>(
         Function::new(
             ctx.clone(),
             |ctx: Ctx<'js>, proto: Object<'js>, slow: Function<'js>| {
-                if let Some(f) = ctx.userdata::<Fast>() {
+                if let Some(f) = ctx.vu_userdata::<Fast>() {
                     *f.proto.borrow_mut() = Some(proto);
                     *f.get_slow.borrow_mut() = Some(slow);
                 }
@@ -411,7 +412,7 @@ pub(crate) fn install<'js>(
             if st.in_init.get() {
                 return Err(init_refused(&ctx));
             }
-            let Some(k) = ctx.userdata::<Keys>() else {
+            let Some(k) = ctx.vu_userdata::<Keys>() else {
                 return Err(rquickjs::Exception::throw_internal(
                     &ctx,
                     "no Response keys",
@@ -424,7 +425,7 @@ pub(crate) fn install<'js>(
                 specs.push(parse_spec(
                     &ctx,
                     &st,
-                    &k,
+                    k,
                     r.get(0)?,
                     r.get(1)?,
                     r.get(2)?,
@@ -457,7 +458,7 @@ pub(crate) fn install<'js>(
                         }
                         *c += 1;
                     }
-                    match start_hop(&ctx, &st, &k, spec, proto.as_ref())? {
+                    match start_hop(&ctx, &st, k, spec, proto.as_ref())? {
                         Started::Done(out) => outs[n] = Some(out),
                         Started::Go(hop, fut) => {
                             hops.push((n, hop));

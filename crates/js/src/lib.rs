@@ -1,6 +1,7 @@
 //! volley-js: Volley's k6-compatible script runtime (`volley run script.js`).
 //!
-//! Scripts run unmodified on QuickJS-ng (via rquickjs): one JS runtime per VU, each VU on a
+//! Scripts run unmodified on QuickJS-ng (via rquickjs): a JS context per VU (in a runtime
+//! shared by up to 32 VUs of a worker thread, `vu::shared`), each VU on a
 //! stackful coroutine that the per-core current-thread tokio runtime resumes when a request
 //! or `sleep` it waits on is done (see DESIGN.md, "VU execution model"). VU scheduling is the
 //! engine's ([`volley_engine::vus`]); this crate only supplies the iteration body.

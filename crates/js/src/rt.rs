@@ -1,6 +1,8 @@
-//! The QuickJS runtime and context each VU runs in, and their tuning.
+//! The QuickJS runtime and context each VU runs in, and their tuning; `ctx_data`: userdata
+//! per context.
 //!
-//! A VU owns one runtime and one context, so whatever they hold is paid once per VU: at 5,000
+//! A VU owns one context (and, with `VOLLEY_VU_RUNTIME=per-vu`, one runtime; by default 32
+//! VUs share one: `crate::vu::shared`), so whatever they hold is paid once per VU: at 5,000
 //! VUs every KiB here is 5 MB (issue #4, per-VU memory). What was measured (5,000 VUs,
 //! `bench/scripts/k6_sleep.js`, one iteration each, peak RSS ÷ VUs, see bench/RESULTS.md):
 //!
@@ -21,6 +23,9 @@
 //! The biggest per-VU cost was not here but in QuickJS's allocator: each runtime kept a
 //! partly filled 4 KB arena per size class, ~70 KB per VU. The workspace builds QuickJS
 //! without them (`vendor/rquickjs-sys/VOLLEY.md`): 275.2 → 225.8 KiB per VU.
+
+mod ctx_data;
+pub(crate) use ctx_data::{DropVuData, VuData};
 
 use rquickjs::context::intrinsic;
 use rquickjs::{Context, Runtime};

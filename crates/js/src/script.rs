@@ -176,8 +176,9 @@ pub(crate) fn load_with(
     let ctx = Context::full(&rt).map_err(|e| ScriptError(format!("cannot start QuickJS: {e}")))?;
     // The init run: a VU with id 0 whose recorder is thrown away.
     let state = VuState::new_init(shared.clone());
-    crate::event_loop::track_rejections(&rt, &state);
+    crate::event_loop::track_rejections(&rt, Some(state.clone()));
     let found = ctx.with(|ctx| -> Result<_, ScriptError> {
+        let _data = crate::rt::DropVuData(&ctx);
         install_globals(&ctx, &state).map_err(|e| js_error(&ctx, e))?;
         let m =
             Module::declare(ctx.clone(), main.clone(), source).map_err(|e| js_error(&ctx, e))?;
@@ -238,7 +239,7 @@ pub(crate) fn load_with(
 /// Run queued promise jobs (bounded: a script cannot keep us here forever).
 pub(crate) fn drain_jobs(ctx: &Ctx<'_>) {
     for _ in 0..100_000 {
-        if !ctx.execute_pending_job() {
+        if !crate::vu::shared::run_job(ctx) {
             break;
         }
     }

@@ -1,4 +1,5 @@
-//! A VU: one QuickJS runtime + context on its own stackful coroutine.
+//! A VU: a QuickJS context on its own stackful coroutine, in a runtime shared with other
+//! VUs of its worker thread (`shared`) or, with `VOLLEY_VU_RUNTIME=per-vu`, its own.
 //!
 //! k6 scripts are synchronous (`const r = http.get(url)`), so a native call that must wait
 //! (a request, `sleep`) *suspends the coroutine* with a future; the VU's task on the worker's
@@ -36,8 +37,10 @@ use volley_metrics::{MetricKey, MetricKind, Recorder, TagSet, Unit};
 
 mod body;
 mod globals;
+pub(crate) mod shared;
 pub use body::JsVu;
 pub(crate) use globals::{add_tags, install_globals};
+pub use shared::runtimes_made as shared_runtimes_made;
 
 /// Coroutine stack per VU (virtual memory; only touched pages cost RSS).
 pub(crate) const CO_STACK: usize = 1024 * 1024;
@@ -168,6 +171,10 @@ pub(crate) struct VuState {
     /// Outside a VU task (`handleSummary`): when a signal means its timers must not be
     /// waited for.
     pub(crate) halt: RefCell<Option<Box<dyn Fn() -> bool>>>,
+    /// The runtime this VU shares with others (null: a runtime of its own) and what it
+    /// keeps of its running call while suspended (`shared`).
+    shared_rt: Cell<*mut rquickjs::qjs::JSRuntime>,
+    regs: Cell<shared::Regs>,
 }
 
 impl VuState {
@@ -207,7 +214,37 @@ impl VuState {
             ext: Default::default(),
             pending: Default::default(),
             halt: RefCell::new(None),
+            shared_rt: Cell::new(std::ptr::null_mut()),
+            regs: Cell::new(shared::Regs::default()),
         }
+    }
+
+    /// Suspend the coroutine with `out`; when the runtime is shared, take this VU's running
+    /// call out of it meanwhile (`shared`).
+    fn suspend(&self, y: &Yielder<Resume, Yield>, out: Yield) -> Resume {
+        let rt = self.shared_rt.get();
+        if rt.is_null() {
+            return y.suspend(out);
+        }
+        shared::switch_out(rt, self);
+        let r = y.suspend(out);
+        shared::switch_in(rt, self);
+        r
+    }
+
+    /// The interrupt handler's question: must this VU's busy script stop now? An
+    /// iteration or setup at Ctrl-C, anything past its stop or timeout, VU init code at
+    /// Ctrl-C. The call then counts as interrupted.
+    fn must_interrupt(&self) -> bool {
+        let cut = if self.cancellable.get() {
+            self.stop.borrow().as_ref().is_some_and(|t| t.must_end())
+        } else {
+            self.in_init.get() && self.env.as_ref().is_some_and(|e| e.is_interrupted())
+        };
+        if cut {
+            self.interrupted.set(true);
+        }
+        cut
     }
 
     /// Suspend this VU until `fut` (a request) is done. `None`: cancelled (stopped, or the
@@ -246,7 +283,7 @@ impl VuState {
         // SAFETY: the yielder lives as long as the coroutine body, and natives only run
         // inside that body (on the coroutine's stack).
         let y = unsafe { &*y };
-        match y.suspend(Yield::Await(fut)) {
+        match self.suspend(y, Yield::Await(fut)) {
             Resume::Value(v) => v.downcast::<T>().ok().map(|b| *b),
             _ => {
                 self.interrupted.set(true);
@@ -311,18 +348,15 @@ impl VuState {
     }
 }
 
-/// The coroutine's body: create the runtime here (QuickJS takes this stack's top), run init,
-/// then serve commands until `Exit`.
+/// The coroutine's body: create the runtime here (QuickJS takes this stack's top), or join
+/// a shared one (`shared`), run init, then serve commands until `Exit`.
 fn vu_main(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, _first: Resume) {
-    let fail = |msg: String| {
-        let mut r = y.suspend(Yield::Done(Outcome::Abort(msg.clone())));
-        while !matches!(r, Resume::Cmd(Cmd::Exit)) {
-            r = y.suspend(Yield::Done(Outcome::Abort(msg.clone())));
-        }
-    };
+    if shared::enabled() {
+        return vu_main_shared(y, st);
+    }
     let rt: Runtime = match crate::rt::vu_runtime() {
         Ok(rt) => rt,
-        Err(e) => return fail(format!("cannot start QuickJS: {e}")),
+        Err(e) => return fail(y, st, format!("cannot start QuickJS: {e}")),
     };
     rt.set_loader(
         ModResolver,
@@ -332,29 +366,65 @@ fn vu_main(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, _first: Resume) {
     );
     {
         let st = st.clone();
-        // Busy scripts stop too: an iteration or setup at Ctrl-C, anything past its stop
-        // or timeout, VU init code at Ctrl-C. The call then counts as interrupted.
-        rt.set_interrupt_handler(Some(Box::new(move || {
-            let cut = if st.cancellable.get() {
-                st.stop.borrow().as_ref().is_some_and(|t| t.must_end())
-            } else {
-                st.in_init.get() && st.env.as_ref().is_some_and(|e| e.is_interrupted())
-            };
-            if cut {
-                st.interrupted.set(true);
-            }
-            cut
-        })));
+        rt.set_interrupt_handler(Some(Box::new(move || st.must_interrupt())));
     }
-    crate::event_loop::track_rejections(&rt, st);
+    crate::event_loop::track_rejections(&rt, Some(st.clone()));
     let ctx: Context = match crate::rt::vu_context(&rt) {
         Ok(c) => c,
-        Err(e) => return fail(format!("cannot start QuickJS: {e}")),
+        Err(e) => return fail(y, st, format!("cannot start QuickJS: {e}")),
     };
-    ctx.with(|ctx| serve(y, st, &ctx));
+    ctx.with(|ctx| {
+        let _data = crate::rt::DropVuData(&ctx);
+        serve(y, st, &ctx)
+    });
     drop(ctx);
     rt.set_interrupt_handler(None);
     drop(rt);
+}
+
+/// [`vu_main`] on a runtime shared with other VUs of this thread: this VU's context is
+/// used without the runtime's lock (other VUs use theirs while this one is suspended),
+/// and its running call is switched in and out around every suspension.
+fn vu_main_shared(y: &Yielder<Resume, Yield>, st: &Rc<VuState>) {
+    st.regs.set(shared::stack_top());
+    let w = match shared::WorkerRt::join(&st.shared) {
+        Ok(w) => w,
+        Err(e) => return fail(y, st, format!("cannot start QuickJS: {e}")),
+    };
+    let context: Context = match crate::rt::vu_context(&w.rt) {
+        Ok(c) => c,
+        Err(e) => {
+            w.leave();
+            return fail(y, st, format!("cannot start QuickJS: {e}"));
+        }
+    };
+    let raw = context.as_raw();
+    // SAFETY: a live context of this runtime, used on this thread only.
+    let rt = unsafe { rquickjs::qjs::JS_GetRuntime(raw.as_ptr()) };
+    st.shared_rt.set(rt);
+    shared::switch_in(rt, st);
+    {
+        // SAFETY: the runtime's lock guards nothing here: its contexts are used on this
+        // thread only, one VU at a time, and none is inside rquickjs's lock meanwhile.
+        let ctx = unsafe { Ctx::from_raw(raw) };
+        {
+            let _data = crate::rt::DropVuData(&ctx);
+            serve(y, st, &ctx);
+        }
+        shared::drop_jobs(&ctx);
+    }
+    drop(context);
+    shared::switch_out(rt, st);
+    st.shared_rt.set(std::ptr::null_mut());
+    w.leave();
+}
+
+/// The VU cannot start: report `msg` to every command until `Exit`.
+fn fail(y: &Yielder<Resume, Yield>, st: &VuState, msg: String) {
+    let mut r = st.suspend(y, Yield::Done(Outcome::Abort(msg.clone())));
+    while !matches!(r, Resume::Cmd(Cmd::Exit)) {
+        r = st.suspend(y, Yield::Done(Outcome::Abort(msg.clone())));
+    }
 }
 
 fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
@@ -381,13 +451,7 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
     };
     let ns = match init() {
         Ok(ns) => ns,
-        Err(e) => {
-            let mut r = y.suspend(Yield::Done(Outcome::Abort(e.clone())));
-            while !matches!(r, Resume::Cmd(Cmd::Exit)) {
-                r = y.suspend(Yield::Done(Outcome::Abort(e.clone())));
-            }
-            return;
-        }
+        Err(e) => return fail(y, st, e),
     };
     st.in_init.set(false);
     let func = |name: &str| ns.get::<_, Option<Function<'js>>>(name).ok().flatten();
@@ -408,7 +472,7 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
     let iter_key = rquickjs::Atom::from_str(ctx.clone(), "__ITER").ok();
     let globals = ctx.globals();
     loop {
-        let cmd = match y.suspend(Yield::Done(std::mem::replace(&mut outcome, Outcome::Ok))) {
+        let cmd = match st.suspend(y, Yield::Done(std::mem::replace(&mut outcome, Outcome::Ok))) {
             Resume::Cmd(c) => c,
             // A stray wake-up outside a wait: report nothing new.
             _ => continue,

@@ -2552,6 +2552,53 @@ int JS_ExecutePendingJob(JSRuntime *rt, JSContext **pctx)
     return ret;
 }
 
+/* Volley: run the first pending job of `ctx` only. With several VUs' contexts in one
+   runtime, a job of another VU must run on that VU's coroutine (its natives suspend it).
+   Returns as JS_ExecutePendingJob. */
+int JS_VolleyExecutePendingJobOf(JSContext *ctx)
+{
+    JSRuntime *rt = ctx->rt;
+    struct list_head *el;
+    JSJobEntry *e = NULL;
+    JSValue res;
+    int i;
+
+    list_for_each(el, &rt->job_list) {
+        JSJobEntry *c = list_entry(el, JSJobEntry, link);
+        if (c->ctx == ctx) {
+            e = c;
+            break;
+        }
+    }
+    if (!e)
+        return 0;
+    list_del(&e->link);
+    res = e->job_func(e->ctx, e->argc, vc(e->argv));
+    for(i = 0; i < e->argc; i++)
+        JS_FreeValue(ctx, e->argv[i]);
+    i = JS_IsException(res) ? -1 : 1;
+    JS_FreeValue(ctx, res);
+    js_free(ctx, e);
+    return i;
+}
+
+/* Volley: forget `ctx`'s pending jobs (a VU that ends while others share its runtime). */
+void JS_VolleyDropJobsOf(JSContext *ctx)
+{
+    struct list_head *el, *el1;
+    int i;
+
+    list_for_each_safe(el, el1, &ctx->rt->job_list) {
+        JSJobEntry *e = list_entry(el, JSJobEntry, link);
+        if (e->ctx != ctx)
+            continue;
+        list_del(&e->link);
+        for(i = 0; i < e->argc; i++)
+            JS_FreeValue(ctx, e->argv[i]);
+        js_free(ctx, e);
+    }
+}
+
 static inline uint32_t atom_get_free(const JSAtomStruct *p)
 {
     return (uintptr_t)p >> 1;
@@ -3138,6 +3185,46 @@ void JS_UpdateStackTop(JSRuntime *rt)
 {
     rt->stack_top = js_get_stack_pointer();
     update_stack_limit(rt);
+}
+
+/* Volley (see vendor/rquickjs-sys/VOLLEY.md): several VUs, each a context on its own
+   coroutine stack, share one runtime. A VU may suspend in the middle of a call (a native
+   that waits on the network) while another VU of the runtime runs, so what the runtime
+   keeps about "the running call" is switched with the coroutine: the stack top (the stack
+   limit follows it), the chain of stack frames (it lives on the suspended coroutine's
+   stack; linking another VU's frames to it would leave dangling pointers once either
+   returns) and a pending exception. `JS_VolleySwitch` installs `in` and saves what was
+   there into `out` (either may be NULL: nothing to install / nothing to save). */
+typedef struct JSVolleyRegs {
+    uintptr_t stack_top;
+    void *frame;
+    JSValue exception;
+} JSVolleyRegs;
+
+void JS_VolleySwitch(JSRuntime *rt, JSVolleyRegs *out, const JSVolleyRegs *in)
+{
+    if (out) {
+        out->stack_top = rt->stack_top;
+        out->frame = rt->current_stack_frame;
+        out->exception = rt->current_exception;
+    } else {
+        JS_FreeValueRT(rt, rt->current_exception);
+    }
+    if (in) {
+        rt->stack_top = in->stack_top;
+        rt->current_stack_frame = in->frame;
+        rt->current_exception = in->exception;
+    } else {
+        rt->current_stack_frame = NULL;
+        rt->current_exception = JS_UNINITIALIZED;
+    }
+    update_stack_limit(rt);
+}
+
+/* The address `JS_VolleySwitch` records as a stack top: the caller's stack pointer. */
+uintptr_t JS_VolleyStackPointer(void)
+{
+    return js_get_stack_pointer();
 }
 
 static inline bool is_strict_mode(JSContext *ctx)

@@ -5,6 +5,7 @@
 
 use super::{finish_hop, init_refused, parse_spec, start_hop, Keys, Spec, Started};
 use crate::event_loop::{self, Continue, Next, OpFuture};
+use crate::rt::VuData;
 use crate::vu::VuState;
 use rquickjs::function::Opt;
 use rquickjs::{Ctx, Exception, Function, Object, Promise, Value};
@@ -39,7 +40,7 @@ impl Continue for HttpOp {
         let Ok(ex) = out.downcast::<Exchange>() else {
             return Err(Exception::throw_internal(ctx, "the request's task failed"));
         };
-        let Some(k) = ctx.userdata::<Keys>() else {
+        let Some(k) = ctx.vu_userdata::<Keys>() else {
             return Err(Exception::throw_internal(ctx, "no Response keys"));
         };
         let proto = proto(ctx);
@@ -47,7 +48,7 @@ impl Continue for HttpOp {
             return Ok(Next::Done(res.into_value()));
         }
         // A redirect: the next hop.
-        Ok(match start_hop(ctx, st, &k, &spec, proto.as_ref())? {
+        Ok(match start_hop(ctx, st, k, &spec, proto.as_ref())? {
             Started::Done(res) => Next::Done(res.into_value()),
             Started::Go(hop, fut) => Next::Again(op(fut), Box::new(HttpOp { spec, hop })),
         })
@@ -91,16 +92,16 @@ pub(super) fn install<'js>(
                 "http.asyncRequest is not supported here by volley (only in VU code)",
             ));
         }
-        let Some(k) = ctx.userdata::<Keys>() else {
+        let Some(k) = ctx.vu_userdata::<Keys>() else {
             return Err(Exception::throw_internal(&ctx, "no Response keys"));
         };
         let params = params.0.and_then(|p| p.into_object());
-        let spec = match parse_spec(&ctx, &st, &k, method, url, body, headers, params) {
+        let spec = match parse_spec(&ctx, &st, k, method, url, body, headers, params) {
             Ok(s) => s,
             Err(e) => return rejected(&ctx, e),
         };
         let proto = self::proto(&ctx);
-        match start_hop(&ctx, &st, &k, &spec, proto.as_ref()) {
+        match start_hop(&ctx, &st, k, &spec, proto.as_ref()) {
             Err(e) => rejected(&ctx, e),
             Ok(Started::Done(res)) => {
                 let (p, resolve, _) = ctx.promise()?;

@@ -4,6 +4,7 @@
 //! a [`RawResponse`] and turned into JS only when a script reads them.
 
 use super::Spec;
+use crate::rt::VuData;
 use crate::vu::VuState;
 use rquickjs::{Atom, Class, Ctx, Function, Object, Value};
 use std::cell::RefCell;
@@ -276,6 +277,12 @@ impl<'js> rquickjs::class::JsClass<'js> for RawResponse {
     const NAME: &'static str = "Response";
     type Mutable = rquickjs::class::Readable;
 
+    /// No prototype object: rquickjs keeps one per *runtime*, which VUs sharing a runtime
+    /// would share (a script could reach another VU's object through it).
+    fn prototype(_ctx: &Ctx<'js>) -> rquickjs::Result<Option<rquickjs::Object<'js>>> {
+        Ok(None)
+    }
+
     fn constructor(
         _ctx: &Ctx<'js>,
     ) -> rquickjs::Result<Option<rquickjs::function::Constructor<'js>>> {
@@ -294,7 +301,7 @@ pub(super) fn response_field<'js>(
         return Ok(Value::new_undefined(ctx.clone()));
     };
     let r = c.borrow();
-    let Some(k) = ctx.userdata::<Keys>() else {
+    let Some(k) = ctx.vu_userdata::<Keys>() else {
         return Ok(Value::new_undefined(ctx.clone()));
     };
     Ok(match i {
@@ -399,7 +406,7 @@ pub(super) fn build<'js>(
         Some(p) => Class::instance_proto(raw, p.clone())?.into_inner(),
         None => Class::instance(ctx.clone(), raw)?.into_inner(),
     };
-    let Some(f) = ctx.userdata::<Fast>() else {
+    let Some(f) = ctx.vu_userdata::<Fast>() else {
         return Err(rquickjs::Exception::throw_internal(ctx, "no Response keys"));
     };
     let url = {

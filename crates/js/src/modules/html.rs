@@ -46,6 +46,12 @@ impl<'js> JsClass<'js> for HtmlDoc {
     const NAME: &'static str = "HtmlDocument";
     type Mutable = Readable;
 
+    /// No prototype object: rquickjs keeps one per *runtime*, which VUs sharing a runtime
+    /// would share (a script could reach another VU's object through it).
+    fn prototype(_ctx: &Ctx<'js>) -> rquickjs::Result<Option<rquickjs::Object<'js>>> {
+        Ok(None)
+    }
+
     fn constructor(
         _ctx: &Ctx<'js>,
     ) -> rquickjs::Result<Option<rquickjs::function::Constructor<'js>>> {

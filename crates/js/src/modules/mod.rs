@@ -21,6 +21,7 @@ pub(crate) mod http_ext;
 pub(crate) mod ledger;
 pub(crate) mod ws;
 
+use crate::rt::VuData;
 use crate::vu::VuState;
 use rquickjs::{ArrayBuffer, Ctx, Object, Value};
 use std::cell::{Cell, RefCell};
@@ -135,7 +136,7 @@ pub(crate) fn take_abort(st: &VuState) -> Option<String> {
 }
 
 /// A module's JS event handler (`__volley.wsOnEvent(f)`, `grpcOnEvent`), kept in the
-/// runtime's userdata because `__volley` is gone from the globals once init is over. `M`
+/// context's userdata (`crate::rt::VuData`) because `__volley` is gone from the globals once init is over. `M`
 /// tells the modules' handlers apart.
 pub(crate) struct EventHandler<'js, M: 'static>(
     RefCell<Option<rquickjs::Function<'js>>>,
@@ -150,10 +151,10 @@ unsafe impl<'js, M: 'static> rquickjs::JsLifetime<'js> for EventHandler<'js, M> 
 impl<'js, M: 'static> EventHandler<'js, M> {
     /// Install (or replace) the handler.
     pub(crate) fn set(ctx: &Ctx<'js>, f: rquickjs::Function<'js>) {
-        match ctx.userdata::<Self>() {
+        match ctx.vu_userdata::<Self>() {
             Some(d) => *d.0.borrow_mut() = Some(f),
             None => {
-                let _ = ctx.store_userdata(EventHandler::<M>(
+                ctx.store_vu_userdata(EventHandler::<M>(
                     RefCell::new(Some(f)),
                     std::marker::PhantomData,
                 ));
@@ -168,7 +169,7 @@ impl<'js, M: 'static> EventHandler<'js, M> {
         args: A,
     ) -> rquickjs::Result<()> {
         let f = ctx
-            .userdata::<Self>()
+            .vu_userdata::<Self>()
             .and_then(|d| d.0.borrow().clone())
             .ok_or_else(|| throw(ctx, &format!("{module} is not loaded")))?;
         f.call::<_, ()>(args)

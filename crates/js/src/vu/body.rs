@@ -28,8 +28,7 @@ impl JsVu {
             scenario,
         ));
         let st = state.clone();
-        let stack = DefaultStack::new(CO_STACK)
-            .map_err(|e| ScriptError(format!("cannot allocate a VU stack: {e}")))?;
+        let stack = DefaultStack::new(CO_STACK).map_err(|e| ScriptError(stack_error(e)))?;
         let co = Coroutine::with_stack(stack, move |y: &Yielder<Resume, Yield>, first: Resume| {
             st.yielder.set(y as *const _);
             vu_main(y, &st, first);
@@ -132,6 +131,21 @@ impl VuBody for JsVu {
                 }
             }
         }
+    }
+}
+
+/// Why a VU's stack could not be made, with the likely limit: each stack is two memory
+/// mappings (the stack and its guard page), and Linux allows `vm.max_map_count` (65,530 by
+/// default) per process, so ~32,000 VUs.
+fn stack_error(e: std::io::Error) -> String {
+    let max = std::fs::read_to_string("/proc/sys/vm/max_map_count").ok();
+    match max.as_deref().map(str::trim) {
+        Some(n) if e.raw_os_error() == Some(12) => format!(
+            "cannot allocate a VU stack: {e}; each VU takes two memory mappings and \
+             vm.max_map_count is {n} (raise it for more VUs: sysctl -w \
+             vm.max_map_count=262144)"
+        ),
+        _ => format!("cannot allocate a VU stack: {e}"),
     }
 }
 

@@ -1,0 +1,196 @@
+//! Shared runtimes (the default; `VOLLEY_VU_RUNTIME=per-vu` turns them off): up to [`vus_per_runtime`] VUs of a worker
+//! thread share one QuickJS runtime, each VU a context of its own on its own coroutine.
+//!
+//! A runtime keeps state about "the running call" that a VU suspended in the middle of a
+//! call (a native waiting on the network) must take with it: the stack top (its stack limit
+//! makes deep recursion a RangeError), the chain of stack frames (they live on the
+//! suspended coroutine's stack) and a pending exception. The vendored QuickJS switches them
+//! (`JS_VolleySwitch`, vendor/rquickjs-sys/VOLLEY.md): [`VuState::suspend`] saves them
+//! before each suspension and installs them again after each resume. Runtime-wide hooks
+//! decide by the VU that runs ([`CURRENT`]): the interrupt handler (gracefulStop, timeouts
+//! reach only the VU they target) and the promise rejection tracker. Promise jobs run per
+//! context (`JS_VolleyExecutePendingJobOf`: another VU's job must run on that VU's stack).
+//! The runtime is never locked across a suspension: a VU uses its context through a raw
+//! `Ctx` (rquickjs's runtime lock is a `RefCell` without its "parallel" feature).
+
+use super::*;
+use rquickjs::qjs;
+use std::ffi::{c_int, c_void};
+use std::rc::Weak;
+
+/// What `JS_VolleySwitch` saves and installs (layout shared with quickjs.c).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct Regs {
+    stack_top: usize,
+    frame: *mut c_void,
+    exception: qjs::JSValue,
+}
+
+impl Default for Regs {
+    fn default() -> Self {
+        Regs {
+            stack_top: 0,
+            frame: std::ptr::null_mut(),
+            exception: qjs::JS_UNINITIALIZED,
+        }
+    }
+}
+
+extern "C" {
+    // Added to the vendored QuickJS (vendor/rquickjs-sys/VOLLEY.md).
+    fn JS_VolleySwitch(rt: *mut qjs::JSRuntime, out: *mut Regs, inp: *const Regs);
+    fn JS_VolleyStackPointer() -> usize;
+    fn JS_VolleyExecutePendingJobOf(ctx: *mut qjs::JSContext) -> c_int;
+    fn JS_VolleyDropJobsOf(ctx: *mut qjs::JSContext);
+}
+
+/// Do VUs share runtimes? Yes (`VOLLEY_VU_RUNTIME=shared`, the default) unless
+/// `VOLLEY_VU_RUNTIME=per-vu` gives each VU a runtime of its own (the earlier model, kept
+/// as a fallback).
+pub(crate) fn enabled() -> bool {
+    static MODE: OnceLock<bool> = OnceLock::new();
+    *MODE.get_or_init(|| std::env::var("VOLLEY_VU_RUNTIME").map_or(true, |v| v != "per-vu"))
+}
+
+/// How many VUs one runtime serves (`VOLLEY_VUS_PER_RUNTIME`, default 32): more saves a
+/// little memory, but one garbage collection then walks more VUs' objects at once.
+pub(crate) fn vus_per_runtime() -> usize {
+    static N: OnceLock<usize> = OnceLock::new();
+    *N.get_or_init(|| {
+        std::env::var("VOLLEY_VUS_PER_RUNTIME")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(32)
+    })
+}
+
+/// Shared runtimes made in this process (tests check that VUs did share).
+static RUNTIMES_MADE: AtomicU64 = AtomicU64::new(0);
+
+/// How many shared runtimes this process has made (for tests).
+pub fn runtimes_made() -> u64 {
+    RUNTIMES_MADE.load(Ordering::Relaxed)
+}
+
+/// One runtime serving several VUs of this thread and run.
+pub(crate) struct WorkerRt {
+    pub(crate) rt: Runtime,
+    /// The run's shared state (its address tells runs apart).
+    key: usize,
+    vus: Cell<usize>,
+}
+
+thread_local! {
+    /// This thread's runtimes with room for more VUs.
+    static RUNTIMES: RefCell<Vec<Weak<WorkerRt>>> = const { RefCell::new(Vec::new()) };
+    /// The VU running on this thread (null between resumes).
+    static CURRENT: Cell<*const VuState> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Call `f` with the VU running on this thread, if any.
+pub(crate) fn with_current<R>(f: impl FnOnce(&VuState) -> R) -> Option<R> {
+    let p = CURRENT.with(|c| c.get());
+    // SAFETY: set by `switch_in` to a VU whose coroutine runs now (its `Rc` is alive),
+    // cleared before it suspends or ends.
+    (!p.is_null()).then(|| f(unsafe { &*p }))
+}
+
+impl WorkerRt {
+    /// A runtime of this thread for run `shared` with room for one more VU (made when none
+    /// has). Call on the VU's coroutine stack.
+    pub(crate) fn join(shared: &Arc<ScriptShared>) -> rquickjs::Result<Rc<WorkerRt>> {
+        let key = Arc::as_ptr(shared) as usize;
+        let max = vus_per_runtime();
+        let found = RUNTIMES.with(|l| {
+            let mut l = l.borrow_mut();
+            l.retain(|w| w.strong_count() > 0);
+            l.iter()
+                .filter_map(Weak::upgrade)
+                .find(|w| w.key == key && w.vus.get() < max)
+        });
+        let w = match found {
+            Some(w) => w,
+            None => {
+                let rt = crate::rt::vu_runtime()?;
+                rt.set_loader(
+                    ModResolver,
+                    BytecodeLoader {
+                        shared: shared.clone(),
+                    },
+                );
+                rt.set_interrupt_handler(Some(Box::new(|| {
+                    with_current(|st| st.must_interrupt()).unwrap_or(false)
+                })));
+                crate::event_loop::track_rejections(&rt, None);
+                RUNTIMES_MADE.fetch_add(1, Ordering::Relaxed);
+                let w = Rc::new(WorkerRt {
+                    rt,
+                    key,
+                    vus: Cell::new(0),
+                });
+                RUNTIMES.with(|l| l.borrow_mut().push(Rc::downgrade(&w)));
+                w
+            }
+        };
+        w.vus.set(w.vus.get() + 1);
+        Ok(w)
+    }
+
+    /// A VU of this runtime has ended.
+    pub(crate) fn leave(&self) {
+        self.vus.set(self.vus.get().saturating_sub(1));
+    }
+}
+
+impl Drop for WorkerRt {
+    fn drop(&mut self) {
+        self.rt.set_interrupt_handler(None);
+        self.rt.set_host_promise_rejection_tracker(None);
+    }
+}
+
+/// This coroutine's stack top, as QuickJS measures it: call at the coroutine's start.
+pub(crate) fn stack_top() -> Regs {
+    Regs {
+        // SAFETY: reads the stack pointer.
+        stack_top: unsafe { JS_VolleyStackPointer() },
+        ..Regs::default()
+    }
+}
+
+/// `st` starts or resumes running on `rt`.
+pub(crate) fn switch_in(rt: *mut qjs::JSRuntime, st: &VuState) {
+    let regs = st.regs.get();
+    // SAFETY: a live runtime; what is installed was saved by `switch_out` of this VU (or is
+    // its fresh stack top), and nothing of another VU's is left installed.
+    unsafe { JS_VolleySwitch(rt, std::ptr::null_mut(), &regs) };
+    CURRENT.with(|c| c.set(st));
+}
+
+/// `st` suspends (or ends): take its running call's state out of `rt`.
+pub(crate) fn switch_out(rt: *mut qjs::JSRuntime, st: &VuState) {
+    let mut regs = Regs::default();
+    // SAFETY: a live runtime; `regs` takes over the pending exception's reference.
+    unsafe { JS_VolleySwitch(rt, &mut regs, std::ptr::null()) };
+    st.regs.set(regs);
+    CURRENT.with(|c| c.set(std::ptr::null()));
+}
+
+/// Run one pending promise job of `ctx`'s (not another context's). False: none was pending.
+pub(crate) fn run_job(ctx: &Ctx<'_>) -> bool {
+    // SAFETY: a live context.
+    let r = unsafe { JS_VolleyExecutePendingJobOf(ctx.as_raw().as_ptr()) };
+    if r < 0 {
+        // The job threw: its exception must not read as a later call's.
+        let _ = ctx.catch();
+    }
+    r != 0
+}
+
+/// Forget `ctx`'s pending jobs: its VU ends while the runtime lives on.
+pub(crate) fn drop_jobs(ctx: &Ctx<'_>) {
+    // SAFETY: a live context.
+    unsafe { JS_VolleyDropJobsOf(ctx.as_raw().as_ptr()) }
+}

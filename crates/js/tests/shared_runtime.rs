@@ -1,0 +1,58 @@
+//! VUs sharing a QuickJS runtime per worker (`VOLLEY_VU_RUNTIME=shared`,
+//! `crates/js/src/vu/shared.rs`): isolation, suspension deep in a call, recursion and
+//! interrupts with several VUs per runtime. This file's process runs every VU that way.
+
+mod common;
+use common::*;
+
+use volley_metrics::TotalValue;
+
+fn shared_mode() {
+    // Read once per process, before the first VU; every test here sets the same value.
+    std::env::set_var("VOLLEY_VU_RUNTIME", "shared");
+}
+
+#[test]
+fn vus_sharing_a_runtime_keep_their_globals_stacks_recursion_and_interrupts() {
+    shared_mode();
+    let t = target();
+    let before = volley_js::vu::shared_runtimes_made();
+    let out = run_script("shared_vus.js", &t, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let r = &out.result;
+    // 7 VUs on 2 workers: at most one runtime per worker (plus none per VU).
+    let made = volley_js::vu::shared_runtimes_made() - before;
+    assert!((1..=2).contains(&made), "{made} runtimes for 7 VUs");
+    let checks: Vec<_> = r
+        .metrics_named("checks")
+        .map(|m| {
+            (
+                m.tags.get("check").cloned().unwrap_or_default(),
+                m.value.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(checks.len(), 5, "{checks:?}");
+    for (name, v) in &checks {
+        match v {
+            TotalValue::Rate { trues, total } => {
+                assert!(*total >= 6, "{name}: {total} checks");
+                assert_eq!(trues, total, "{name} failed {} times", total - trues);
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+    // The spinning VU was cut by gracefulStop; no working iteration was.
+    let list = r.options["scenarios"].as_array().unwrap();
+    let counts = |name: &str| {
+        let s = list.iter().find(|s| s["name"] == name).unwrap();
+        (
+            s["completed_iterations"].as_u64().unwrap(),
+            s["interrupted_iterations"].as_u64().unwrap(),
+        )
+    };
+    assert_eq!(counts("spinning"), (0, 1));
+    let (done, cut) = counts("working");
+    assert!(done >= 6, "working: {done} completed");
+    assert_eq!(cut, 0, "a working VU was interrupted");
+    assert!(r.metrics_named("iteration_errors").next().is_none());
+}
