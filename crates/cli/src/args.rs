@@ -49,6 +49,8 @@ pub enum Command {
     Suite(crate::suite_cmd::SuiteArgs),
     /// Benchmark commands run by run: time, CPU, peak RSS of the process tree, printed metrics
     Bench(Box<crate::bench_cmd::BenchArgs>),
+    /// Load a WebSocket echo endpoint: connections × messages, round-trip latency
+    Ws(Box<crate::ws_cmd::WsArgs>),
 }
 
 #[derive(Args, Debug)]

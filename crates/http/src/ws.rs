@@ -347,6 +347,19 @@ impl WsConn {
         }
     }
 
+    /// Write one frame now, bypassing the queue (quick mode's hot path: no channel). A write
+    /// that does not finish within [`WRITE_WAIT`] (a peer that stopped reading) is an error.
+    pub async fn send_now(&mut self, cmd: WsCmd) -> Result<(), String> {
+        if let WsCmd::Close(..) = cmd {
+            self.closing = true;
+        }
+        match tokio::time::timeout(WRITE_WAIT, self.ws.send(message_of(cmd))).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(format!("websocket: {e}")),
+            Err(_) => Err("websocket: write timed out".into()),
+        }
+    }
+
     /// Write what is queued (a close frame, last sends) within [`WRITE_WAIT`], then close.
     pub async fn finish(mut self) {
         let flush = async {

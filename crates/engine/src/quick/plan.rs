@@ -107,7 +107,7 @@ impl VuFactory for QuickFactory {
 }
 
 /// Share `total` between `parts` as evenly as possible; part `i` gets its slice.
-pub(super) fn split(total: u64, parts: usize, i: usize) -> u64 {
+pub(crate) fn split(total: u64, parts: usize, i: usize) -> u64 {
     let parts = parts as u64;
     total / parts + u64::from((i as u64) < total % parts)
 }
