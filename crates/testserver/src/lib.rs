@@ -16,6 +16,7 @@
 //! * `meter` — wire-level byte/request/connection counters (see *Counting* below).
 //! * `tls` — PEM identity → rustls acceptor.
 //! * `ws` — the `/ws/echo` WebSocket endpoint and its test commands.
+//! * `ws_chat` — `/ws/chat`: WebSocket rooms that broadcast every message to every member.
 //! * `gate` — [`Limits`]: bounded workers (a known capacity) and failing above a rate.
 //! * `codec` — base64, percent-decoding, query and cookie parsing.
 //!
@@ -40,6 +41,7 @@
 //! | `/basic-auth/U/P` | 200 `{"authenticated": true, "user": U}` if `Authorization: Basic` matches, else 401 `{"authenticated": false}` with `WWW-Authenticate: Basic realm="volley"` |
 //! | `/bearer` | 200 `{"authenticated": true, "token": T}` for `Authorization: Bearer T`, else 401 with `WWW-Authenticate: Bearer` |
 //! | `/ws/echo` | WebSocket echo (upgrade; commands for server-initiated close, ping, bursts: see `ws`) |
+//! | `/ws/chat?room=NAME` | WebSocket broadcast: every message goes to every client in the room, the sender too |
 //! | `/upload` | POST/PUT (else 405): reads the body frame by frame without buffering, 200 `{"bytes": N}` |
 //! | `/stats` | 200 `{"requests", "bytes_received", "bytes_sent", "connections"}` (numbers) |
 //! | `/metrics` | Prometheus text: `volley_target_{requests,bytes_received,bytes_sent,connections}_total` |
@@ -94,6 +96,7 @@ mod routes;
 mod server;
 mod tls;
 mod ws;
+mod ws_chat;
 
 use std::fmt;
 use std::io;

@@ -35,8 +35,16 @@ use crate::routes::Resp;
 const MAX_BURST: usize = 10_000;
 const MAX_BINARY: usize = 1 << 20;
 
+/// What an upgraded socket does.
+pub(crate) enum Endpoint {
+    /// `/ws/echo`: echo and the test commands above.
+    Echo,
+    /// `/ws/chat`: broadcast to the room (see `ws_chat`).
+    Chat(String),
+}
+
 /// Answer an upgrade request with 101 and serve the socket on its own task.
-pub(crate) fn upgrade(mut req: Request<Incoming>) -> Resp {
+pub(crate) fn upgrade(mut req: Request<Incoming>, endpoint: Endpoint) -> Resp {
     let key = req.headers().get("sec-websocket-key").cloned();
     let is_upgrade = req
         .headers()
@@ -64,7 +72,10 @@ pub(crate) fn upgrade(mut req: Request<Incoming>) -> Resp {
     tokio::spawn(async move {
         if let Ok(up) = on_upgrade.await {
             let ws = WebSocketStream::from_raw_socket(TokioIo::new(up), Role::Server, None).await;
-            serve(ws, Value::Object(headers)).await;
+            match endpoint {
+                Endpoint::Echo => serve(ws, Value::Object(headers)).await,
+                Endpoint::Chat(room) => crate::ws_chat::serve(ws, room).await,
+            }
         }
     });
     let mut r = Response::new(RespBody::empty());
