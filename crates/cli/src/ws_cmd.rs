@@ -21,7 +21,7 @@ const MAX_MESSAGE: u64 = 16 << 20;
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  volley ws ws://127.0.0.1:8080/ws/echo -c 100 -z 10s\n  volley ws wss://host/socket --message '{\"op\":\"ping\"}' -q 5000 -c 200\n  volley ws ws://host/ws --message @frame.bin --binary -n 100000 --save ws.json\n\nExit codes: 0 ok, 1 cannot run, 2 usage, 6 connect/close errors or lost echoes, 105 interrupted"
+    after_help = "Examples:\n  volley ws ws://127.0.0.1:8080/ws/echo -c 100 -z 10s\n  volley ws wss://host/socket --message '{\"op\":\"ping\"}' -q 5000 -c 200\n  volley ws ws://host/ws --message @frame.bin --binary -n 100000 --save ws.json\n\nExit codes: 0 ok, 1 cannot run, 2 usage, 3 connect/close errors or lost echoes, 105 interrupted"
 )]
 pub struct WsArgs {
     /// ws:// or wss:// URL of an echo endpoint
