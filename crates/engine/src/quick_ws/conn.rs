@@ -214,28 +214,30 @@ impl WsBody {
         };
         // Sends older than the echoed one were dropped by the server.
         let mut lost = 0;
-        while let Some(p) = st.pending.front() {
+        let mut matched = None;
+        while let Some(p) = st.pending.pop_front() {
             match seq {
-                Some(s) if p.seq < s => {
-                    st.pending.pop_front();
-                    lost += 1;
+                Some(s) if p.seq < s => lost += 1,
+                Some(s) if p.seq > s => {
+                    // An echo of nothing pending (a duplicate): put it back.
+                    st.pending.push_front(p);
+                    break;
                 }
-                Some(s) if p.seq > s => break,
                 _ => {
-                    let p = st.pending.pop_front().expect("front exists");
-                    let mut rec = self.rec.borrow_mut();
-                    rec.trend_us(self.h.rtt, (now - p.sent).as_micros() as u64);
-                    if let Some(due) = p.due {
-                        rec.trend_us(self.h.corrected, (now - due).as_micros() as u64);
-                    }
-                    drop(rec);
-                    self.count(self.h.unanswered, lost);
-                    return;
+                    matched = Some(p);
+                    break;
                 }
             }
         }
         self.count(self.h.unanswered, lost);
-        self.count(self.h.unmatched, 1);
+        let Some(p) = matched else {
+            return self.count(self.h.unmatched, 1);
+        };
+        let mut rec = self.rec.borrow_mut();
+        rec.trend_us(self.h.rtt, (now - p.sent).as_micros() as u64);
+        if let Some(due) = p.due {
+            rec.trend_us(self.h.corrected, (now - due).as_micros() as u64);
+        }
     }
 
     /// Connect, run sessions until the run is over, close.
@@ -459,4 +461,22 @@ pub(super) fn generated(seq: u64, size: usize) -> Vec<u8> {
 pub(super) fn parse_seq(data: &[u8]) -> Option<u64> {
     let head = std::str::from_utf8(data.get(..SEQ_DIGITS)?).ok()?;
     u64::from_str_radix(head, 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_payloads_carry_their_sequence_number() {
+        let p = generated(0xabc, 32);
+        assert_eq!(p.len(), 32);
+        assert_eq!(parse_seq(&p), Some(0xabc));
+        // Never shorter than the number itself.
+        assert_eq!(generated(u64::MAX, 4).len(), SEQ_DIGITS);
+        assert_eq!(parse_seq(&generated(u64::MAX, 4)), Some(u64::MAX));
+        // A server's own message is no echo.
+        assert_eq!(parse_seq(b"hello"), None);
+        assert_eq!(parse_seq(b"zzzzzzzzzzzzzzzzzz"), None);
+    }
 }
