@@ -75,9 +75,8 @@ pub(crate) fn upgrade(mut req: Request<Incoming>, endpoint: Endpoint) -> Resp {
         if let Ok(up) = on_upgrade.await {
             // tungstenite zeroes its whole read buffer (128 KiB by default) on every read.
             let config = WebSocketConfig::default().read_buffer_size(READ_BUFFER);
-            let ws =
-                WebSocketStream::from_raw_socket(TokioIo::new(up), Role::Server, Some(config))
-                    .await;
+            let ws = WebSocketStream::from_raw_socket(TokioIo::new(up), Role::Server, Some(config))
+                .await;
             match endpoint {
                 Endpoint::Echo => serve(ws, Value::Object(headers)).await,
                 Endpoint::Chat(room) => crate::ws_chat::serve(ws, room).await,
