@@ -342,14 +342,7 @@ fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
             a.h2_streams
         ));
     }
-    let staged = rate.as_ref().is_some_and(|r| r.duration().is_some());
-    let duration = match (a.duration, a.requests) {
-        (None, None) if !staged => Some(DEFAULT_DURATION),
-        (d, _) => d,
-    };
-    if duration == Some(Duration::ZERO) {
-        return Err("--duration must be more than 0".into());
-    }
+    let duration = load_length(a.duration, a.requests, rate.as_ref())?;
     Ok(QuickConfig {
         url: a.url.clone(),
         method,
@@ -398,6 +391,23 @@ pub(crate) fn parse_headers(flags: &[String]) -> Result<Vec<(String, String)>, S
         headers.push((name.to_string(), value.trim().to_string()));
     }
     Ok(headers)
+}
+
+/// `-z` as given, else [`DEFAULT_DURATION`] unless `-n` or the rate stages end the run.
+pub(crate) fn load_length(
+    duration: Option<Duration>,
+    count: Option<u64>,
+    rate: Option<&RateSchedule>,
+) -> Result<Option<Duration>, String> {
+    let staged = rate.is_some_and(|r| r.duration().is_some());
+    let duration = match (duration, count) {
+        (None, None) if !staged => Some(DEFAULT_DURATION),
+        (d, _) => d,
+    };
+    if duration == Some(Duration::ZERO) {
+        return Err("--duration must be more than 0".into());
+    }
+    Ok(duration)
 }
 
 /// `-q`/`--rate-stages` → the open model's schedule (None: closed model). `what` names the

@@ -13,9 +13,6 @@ use volley_engine::vus::Tick;
 use volley_engine::RunControl;
 use volley_run::Outcome;
 
-/// Default load length when neither -z nor -n is given (as `volley http`).
-const DEFAULT_DURATION: Duration = Duration::from_secs(10);
-
 /// Largest `--message @FILE` / `--size`: every message is built from it in memory.
 const MAX_MESSAGE: u64 = 16 << 20;
 
@@ -247,14 +244,7 @@ fn config(a: &WsArgs) -> Result<WsConfig, String> {
             return Err(format!("--cacert {}: no such file", p.display()));
         }
     }
-    let staged = rate.as_ref().is_some_and(|r| r.duration().is_some());
-    let duration = match (a.duration, a.messages) {
-        (None, None) if !staged => Some(DEFAULT_DURATION),
-        (d, _) => d,
-    };
-    if duration == Some(Duration::ZERO) {
-        return Err("--duration must be more than 0".into());
-    }
+    let duration = crate::http_cmd::load_length(a.duration, a.messages, rate.as_ref())?;
     Ok(WsConfig {
         url: a.url.clone(),
         headers,

@@ -175,14 +175,11 @@ impl QuickSummary {
             "  Requests:      {} in {:.2}s, {b}{:.1} req/s{z}",
             self.requests, self.duration_s, self.rps
         );
-        let d = self.duration_s.max(1e-9);
-        let _ = writeln!(
-            o,
-            "  Data:          {} sent ({}/s), {} received ({}/s)",
-            fmt::bytes(self.bytes_sent as f64),
-            fmt::bytes(self.bytes_sent as f64 / d),
-            fmt::bytes(self.bytes_received as f64),
-            fmt::bytes(self.bytes_received as f64 / d),
+        write_data(
+            &mut o,
+            self.bytes_sent,
+            self.bytes_received,
+            self.duration_s,
         );
         let sc = if self.success_rate >= 0.999 {
             g
@@ -259,6 +256,19 @@ impl QuickSummary {
         o.push_str(&volley_monitor::summary::render_text(&self.monitor, b, z));
         o
     }
+}
+
+/// The summary's data line: bytes each way and their rates over `duration_s`.
+pub(crate) fn write_data(o: &mut String, sent: u64, received: u64, duration_s: f64) {
+    let d = duration_s.max(1e-9);
+    let _ = writeln!(
+        o,
+        "  Data:          {} sent ({}/s), {} received ({}/s)",
+        fmt::bytes(sent as f64),
+        fmt::bytes(sent as f64 / d),
+        fmt::bytes(received as f64),
+        fmt::bytes(received as f64 / d),
+    );
 }
 
 /// The two latency lines of a summary (avg/min/max, percentiles).

@@ -106,6 +106,28 @@ impl VuFactory for QuickFactory {
     }
 }
 
+/// Worker threads for `connections` (0 asked: one per available core); never more threads
+/// than connections.
+pub(crate) fn worker_threads(asked: usize, connections: usize) -> usize {
+    match asked {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+    .min(connections)
+}
+
+/// When the load ends: the schedule's own end (rate stages) and -z both end it, whichever is
+/// first.
+pub(crate) fn load_end(
+    duration: Option<Duration>,
+    rate: Option<&RateSchedule>,
+) -> Option<Duration> {
+    match (duration, rate.and_then(|r| r.duration())) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// Share `total` between `parts` as evenly as possible; part `i` gets its slice.
 pub(crate) fn split(total: u64, parts: usize, i: usize) -> u64 {
     let parts = parts as u64;
@@ -156,16 +178,8 @@ pub fn plan(
         Vec::new()
     };
     let connections = cfg.connections.max(1);
-    let threads = match cfg.threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    }
-    .min(connections);
-    // The schedule's own end (rate stages) and -z both end the run; whichever is first.
-    let duration = match (cfg.duration, cfg.rate.as_ref().and_then(|r| r.duration())) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
+    let threads = worker_threads(cfg.threads, connections);
+    let duration = load_end(cfg.duration, cfg.rate.as_ref());
     let shared = Arc::new(Shared {
         cfg: cfg.clone(),
         target,

@@ -68,15 +68,8 @@ pub fn plan(cfg: &WsConfig, monitor: &MonitorPlan) -> Result<(VuPlan, Arc<WsFact
         settings.tls_ws = TlsCache::preset(volley_http::tls_config(&opts, &[b"http/1.1"])?);
     }
     let connections = cfg.connections.max(1);
-    let threads = match cfg.threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    }
-    .min(connections);
-    let duration = match (cfg.duration, cfg.rate.as_ref().and_then(|r| r.duration())) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
+    let threads = crate::quick::worker_threads(cfg.threads, connections);
+    let duration = crate::quick::load_end(cfg.duration, cfg.rate.as_ref());
     let shared = Arc::new(Shared {
         cfg: cfg.clone(),
         request: WsRequest {

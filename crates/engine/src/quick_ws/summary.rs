@@ -2,7 +2,7 @@
 //! run.json` prints it again): the terminal text, in `volley http`'s style, and `--json`.
 
 use super::{MISSED_STARTS, WS_ERRORS, WS_RTT, WS_RTT_CORRECTED, WS_UNANSWERED, WS_UNMATCHED};
-use crate::summary::{latency_of, trend, write_histogram, write_latency, LatencyMs};
+use crate::summary::{latency_of, trend, write_data, write_histogram, write_latency, LatencyMs};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -132,14 +132,11 @@ impl WsSummary {
                 self.unanswered, self.unmatched
             );
         }
-        let d = self.duration_s.max(1e-9);
-        let _ = writeln!(
-            o,
-            "  Data:          {} sent ({}/s), {} received ({}/s)",
-            fmt::bytes(self.bytes_sent as f64),
-            fmt::bytes(self.bytes_sent as f64 / d),
-            fmt::bytes(self.bytes_received as f64),
-            fmt::bytes(self.bytes_received as f64 / d),
+        write_data(
+            &mut o,
+            self.bytes_sent,
+            self.bytes_received,
+            self.duration_s,
         );
         let cn = &self.connecting_ms;
         let _ = writeln!(
