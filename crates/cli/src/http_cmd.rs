@@ -205,13 +205,29 @@ fn spec(
 
 /// The text (or `--json`) summary on stdout.
 fn print_summary(summary: &QuickSummary, json: bool, quiet: bool) {
+    print_doc(
+        json,
+        quiet,
+        || summary.to_json(),
+        |c| summary.render_text(c),
+    );
+}
+
+/// A quick mode's summary on stdout: the `--json` document or (unless quiet) the text,
+/// coloured on a terminal (also `volley ws`'s).
+pub(crate) fn print_doc(
+    json: bool,
+    quiet: bool,
+    doc: impl FnOnce() -> serde_json::Value,
+    text: impl FnOnce(bool) -> String,
+) {
     if json {
         outln!(
             "{}",
-            serde_json::to_string_pretty(&summary.to_json()).unwrap_or_default()
+            serde_json::to_string_pretty(&doc()).unwrap_or_default()
         );
     } else if !quiet {
-        exit::print(&summary.render_text(exit::stdout_is_tty()));
+        exit::print(&text(exit::stdout_is_tty()));
     }
     let _ = std::io::stdout().flush();
 }

@@ -163,15 +163,7 @@ pub fn summary(r: &volley_metrics::RunResult, json: bool) -> i32 {
 }
 
 fn print_summary(s: &WsSummary, json: bool, quiet: bool) {
-    if json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&s.to_json()).unwrap_or_default()
-        );
-    } else if !quiet {
-        exit::print(&s.render_text(exit::stdout_is_tty()));
-    }
-    let _ = std::io::stdout().flush();
+    crate::http_cmd::print_doc(json, quiet, || s.to_json(), |c| s.render_text(c));
 }
 
 /// The live line (terminals only): elapsed, round trips, last second's rate, errors.

@@ -128,6 +128,36 @@ pub(crate) fn load_end(
     }
 }
 
+/// A quick mode's plan: one self-paced `per-vu-iterations` scenario, a VU per connection
+/// whose one iteration drives it until `max_duration` at most.
+pub(crate) fn self_paced_plan(
+    name: &str,
+    connections: usize,
+    max_duration: Duration,
+    threads: usize,
+    monitor: &MonitorPlan,
+) -> VuPlan {
+    let mut scenario = Scenario::new(
+        name,
+        Executor::PerVuIterations(PerVuIterations {
+            vus: connections as u64,
+            iterations: 1,
+            max_duration,
+        }),
+    );
+    scenario.self_paced = true;
+    // The token's grace after Ctrl-C (the -z deadline's shorter grace is the body's own).
+    scenario.graceful_stop = crate::control::INTERRUPT_GRACE;
+    VuPlan {
+        scenarios: vec![scenario],
+        threads,
+        iteration_tags: Default::default(),
+        scenario_tag: false,
+        monitor: monitor.clone(),
+        ..Default::default()
+    }
+}
+
 /// Share `total` between `parts` as evenly as possible; part `i` gets its slice.
 pub(crate) fn split(total: u64, parts: usize, i: usize) -> u64 {
     let parts = parts as u64;
@@ -204,25 +234,13 @@ pub fn plan(
         s: shared,
         run: RUNS.fetch_add(1, Ordering::Relaxed),
     });
-    let mut scenario = Scenario::new(
+    let plan = self_paced_plan(
         "quick",
-        Executor::PerVuIterations(PerVuIterations {
-            vus: connections as u64,
-            iterations: 1,
-            max_duration: duration.unwrap_or(NO_DEADLINE),
-        }),
-    );
-    scenario.self_paced = true;
-    // The token's grace after Ctrl-C (the -z deadline's shorter grace is the body's own).
-    scenario.graceful_stop = crate::control::INTERRUPT_GRACE;
-    let plan = VuPlan {
-        scenarios: vec![scenario],
+        connections,
+        duration.unwrap_or(NO_DEADLINE),
         threads,
-        iteration_tags: Default::default(),
-        scenario_tag: false,
-        monitor: monitor.clone(),
-        ..Default::default()
-    };
+        monitor,
+    );
     Ok((plan, factory))
 }
 

@@ -5,7 +5,6 @@
 
 use super::conn::WsBody;
 use super::{WsConfig, METRICS};
-use crate::executor::{Executor, PerVuIterations, Scenario};
 use crate::quick::MonitorPlan;
 use crate::sys;
 use crate::vus::{VuFactory, VuPlan, VuRunResult, WorkerEnv};
@@ -81,25 +80,9 @@ pub fn plan(cfg: &WsConfig, monitor: &MonitorPlan) -> Result<(VuPlan, Arc<WsFact
         duration,
         begin: OnceLock::new(),
     });
-    let mut scenario = Scenario::new(
-        "ws",
-        Executor::PerVuIterations(PerVuIterations {
-            vus: connections as u64,
-            iterations: 1,
-            // Past -z the body's own grace cuts what is left; the scheduler's only backs it.
-            max_duration: duration.map_or(NO_DEADLINE, |d| d + super::DEADLINE_GRACE),
-        }),
-    );
-    scenario.self_paced = true;
-    scenario.graceful_stop = crate::control::INTERRUPT_GRACE;
-    let plan = VuPlan {
-        scenarios: vec![scenario],
-        threads,
-        iteration_tags: Default::default(),
-        scenario_tag: false,
-        monitor: monitor.clone(),
-        ..Default::default()
-    };
+    // Past -z the body's own grace cuts what is left; the scheduler's limit only backs it.
+    let max = duration.map_or(NO_DEADLINE, |d| d + super::DEADLINE_GRACE);
+    let plan = crate::quick::self_paced_plan("ws", connections, max, threads, monitor);
     Ok((plan, Arc::new(WsFactory { s: shared })))
 }
 
