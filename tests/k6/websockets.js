@@ -6,7 +6,8 @@ import { WebSocket, Blob } from "k6/websockets";
 import { check } from "k6";
 
 const BASE = __ENV.BASE;
-const WS = BASE.replace(/^http/, "ws") + "/ws/echo";
+// WS: another echo server speaking the same commands (tests/ws/echo_server.py).
+const WS = __ENV.WS || BASE.replace(/^http/, "ws") + "/ws/echo";
 
 export const options = { vus: 1, iterations: 2 };
 

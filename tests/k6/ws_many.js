@@ -4,7 +4,7 @@ import ws from "k6/ws";
 import { WebSocket } from "k6/websockets";
 import exec from "k6/execution";
 
-const WS = __ENV.BASE.replace(/^http/, "ws") + "/ws/echo";
+const WS = __ENV.WS || __ENV.BASE.replace(/^http/, "ws") + "/ws/echo";
 const N = 10;
 
 export const options = { vus: 40, iterations: 80 };

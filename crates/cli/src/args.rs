@@ -55,6 +55,8 @@ pub enum Command {
     Bench(Box<crate::bench_cmd::BenchArgs>),
     /// Kubernetes manifests of a distributed run (coordinator Job + Service, agents' Indexed Job)
     K8s(crate::k8s_cmd::K8sArgs),
+    /// Load a WebSocket echo endpoint: connections × messages, round-trip latency
+    Ws(Box<crate::ws_cmd::WsArgs>),
 }
 
 #[derive(Args, Debug)]

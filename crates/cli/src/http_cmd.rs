@@ -205,13 +205,29 @@ fn spec(
 
 /// The text (or `--json`) summary on stdout.
 fn print_summary(summary: &QuickSummary, json: bool, quiet: bool) {
+    print_doc(
+        json,
+        quiet,
+        || summary.to_json(),
+        |c| summary.render_text(c),
+    );
+}
+
+/// A quick mode's summary on stdout: the `--json` document or (unless quiet) the text,
+/// coloured on a terminal (also `volley ws`'s).
+pub(crate) fn print_doc(
+    json: bool,
+    quiet: bool,
+    doc: impl FnOnce() -> serde_json::Value,
+    text: impl FnOnce(bool) -> String,
+) {
     if json {
         outln!(
             "{}",
-            serde_json::to_string_pretty(&summary.to_json()).unwrap_or_default()
+            serde_json::to_string_pretty(&doc()).unwrap_or_default()
         );
     } else if !quiet {
-        exit::print(&summary.render_text(exit::stdout_is_tty()));
+        exit::print(&text(exit::stdout_is_tty()));
     }
     let _ = std::io::stdout().flush();
 }
@@ -287,22 +303,7 @@ fn ab(a: &HttpArgs, cfg_a: QuickConfig, url_b: &str, ctl: &RunControl, live: boo
 fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
     // Parse the URL now so a bad one is a usage error with a hint, not a run failure.
     Target::parse(&a.url).map_err(|e| e.to_string())?;
-    let mut headers = Vec::with_capacity(a.headers.len());
-    for h in &a.headers {
-        let (name, value) = h
-            .split_once(':')
-            .ok_or_else(|| format!("header '{h}' has no ':'; write it as -H 'Name: value'"))?;
-        let name = name.trim();
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(format!("header '{h}' has an invalid name"));
-        }
-        if value.bytes().any(|b| matches!(b, b'\r' | b'\n' | 0)) {
-            return Err(format!(
-                "header '{name}' has CR, LF or NUL in its value; give each header its own -H"
-            ));
-        }
-        headers.push((name.to_string(), value.trim().to_string()));
-    }
+    let headers = parse_headers(&a.headers)?;
     let body = if let Some(b) = &a.body {
         Body::Bytes(b.clone().into_bytes().into())
     } else if let Some(p) = &a.body_file {
@@ -341,17 +342,7 @@ fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
             return Err(format!("--cacert {}: no such file", p.display()));
         }
     }
-    let rate = match (a.rate, &a.rate_stages) {
-        (Some(r), _) if !(r.is_finite() && r >= 0.0) => {
-            return Err(format!(
-                "--rate {r} is not a rate: give requests per second, e.g. -q 1000"
-            ))
-        }
-        (Some(0.0), None) => return Err("--rate must be more than 0".into()),
-        (r, Some(spec)) => Some(RateSchedule::parse_stages(r.unwrap_or(0.0), spec)?),
-        (Some(r), None) => Some(RateSchedule::constant(r)),
-        (None, None) => None,
-    };
+    let rate = parse_rate(a.rate, a.rate_stages.as_deref(), "requests")?;
     if a.pipeline > 1 && a.http2 {
         return Err("--pipeline is for HTTP/1.1; with --http2 use --h2-streams".into());
     }
@@ -367,14 +358,7 @@ fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
             a.h2_streams
         ));
     }
-    let staged = rate.as_ref().is_some_and(|r| r.duration().is_some());
-    let duration = match (a.duration, a.requests) {
-        (None, None) if !staged => Some(DEFAULT_DURATION),
-        (d, _) => d,
-    };
-    if duration == Some(Duration::ZERO) {
-        return Err("--duration must be more than 0".into());
-    }
+    let duration = load_length(a.duration, a.requests, rate.as_ref())?;
     Ok(QuickConfig {
         url: a.url.clone(),
         method,
@@ -401,6 +385,64 @@ fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
                 .clamp(100, MAX_CONNECTIONS),
         ),
         command: std::env::args().collect(),
+    })
+}
+
+/// `-H 'Name: value'` flags → header pairs (also `volley ws`'s handshake headers).
+pub(crate) fn parse_headers(flags: &[String]) -> Result<Vec<(String, String)>, String> {
+    let mut headers = Vec::with_capacity(flags.len());
+    for h in flags {
+        let (name, value) = h
+            .split_once(':')
+            .ok_or_else(|| format!("header '{h}' has no ':'; write it as -H 'Name: value'"))?;
+        let name = name.trim();
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(format!("header '{h}' has an invalid name"));
+        }
+        if value.bytes().any(|b| matches!(b, b'\r' | b'\n' | 0)) {
+            return Err(format!(
+                "header '{name}' has CR, LF or NUL in its value; give each header its own -H"
+            ));
+        }
+        headers.push((name.to_string(), value.trim().to_string()));
+    }
+    Ok(headers)
+}
+
+/// `-z` as given, else [`DEFAULT_DURATION`] unless `-n` or the rate stages end the run.
+pub(crate) fn load_length(
+    duration: Option<Duration>,
+    count: Option<u64>,
+    rate: Option<&RateSchedule>,
+) -> Result<Option<Duration>, String> {
+    let staged = rate.is_some_and(|r| r.duration().is_some());
+    let duration = match (duration, count) {
+        (None, None) if !staged => Some(DEFAULT_DURATION),
+        (d, _) => d,
+    };
+    if duration == Some(Duration::ZERO) {
+        return Err("--duration must be more than 0".into());
+    }
+    Ok(duration)
+}
+
+/// `-q`/`--rate-stages` → the open model's schedule (None: closed model). `what` names the
+/// unit in the error ("requests", "messages").
+pub(crate) fn parse_rate(
+    rate: Option<f64>,
+    stages: Option<&str>,
+    what: &str,
+) -> Result<Option<RateSchedule>, String> {
+    Ok(match (rate, stages) {
+        (Some(r), _) if !(r.is_finite() && r >= 0.0) => {
+            return Err(format!(
+                "--rate {r} is not a rate: give {what} per second, e.g. -q 1000"
+            ))
+        }
+        (Some(0.0), None) => return Err("--rate must be more than 0".into()),
+        (r, Some(spec)) => Some(RateSchedule::parse_stages(r.unwrap_or(0.0), spec)?),
+        (Some(r), None) => Some(RateSchedule::constant(r)),
+        (None, None) => None,
     })
 }
 

@@ -30,6 +30,7 @@ mod run_cmd;
 mod signals;
 mod suite_cmd;
 mod verify_cmd;
+mod ws_cmd;
 
 use clap::Parser;
 
@@ -83,6 +84,7 @@ fn main() {
         args::Command::Suite(a) => suite_cmd::run(a),
         args::Command::Bench(a) => bench_cmd::run(*a),
         args::Command::K8s(a) => k8s_cmd::run(a),
+        args::Command::Ws(a) => ws_cmd::run(*a),
     };
     std::process::exit(code);
 }
@@ -146,6 +148,9 @@ fn summary_cmd(a: args::SummaryArgs) -> i32 {
     }
     if r.meta.mode == "bench" {
         return bench_cmd::summary(&r, a.json);
+    }
+    if r.meta.mode == volley_engine::quick_ws::RUN_KIND {
+        return ws_cmd::summary(&r, a.json);
     }
     if r.meta.mode != "http" {
         return exit::fail(&format!(

@@ -9,6 +9,7 @@
 //! - [`quick`]: quick mode (`volley http`) as a body on the [`vus`] scheduler: a VU per
 //!   connection whose one iteration drives it (closed or open model, pipelining, HTTP/2);
 //!   [`quick::plan`] gives a run layer the plan and the body factory.
+//! - [`quick_ws`]: WebSocket quick mode (`volley ws`): the same shape for echo round trips.
 //! - [`summary`]: the quick-mode summary (terminal text and `--json`) computed from a
 //!   [`volley_metrics::RunResult`] alone, so `volley summary run.json` prints the same thing.
 //! - [`sys`]: process facts (peak RSS).
@@ -19,6 +20,7 @@ pub mod duration;
 pub mod executor;
 pub mod log;
 pub mod quick;
+pub mod quick_ws;
 pub mod rate;
 pub mod segment;
 pub mod summary;

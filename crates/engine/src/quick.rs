@@ -139,6 +139,7 @@ pub const HTTP_REQ_CORRECTED: &str = "http_req_corrected";
 mod conn;
 mod plan;
 mod worker;
+pub(crate) use plan::{load_end, self_paced_plan, split as split_budget, worker_threads};
 pub use plan::{plan, QuickFactory, RUN_KIND};
 pub use worker::{QuickBody, DEADLINE_GRACE};
 

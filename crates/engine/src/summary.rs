@@ -175,14 +175,11 @@ impl QuickSummary {
             "  Requests:      {} in {:.2}s, {b}{:.1} req/s{z}",
             self.requests, self.duration_s, self.rps
         );
-        let d = self.duration_s.max(1e-9);
-        let _ = writeln!(
-            o,
-            "  Data:          {} sent ({}/s), {} received ({}/s)",
-            fmt::bytes(self.bytes_sent as f64),
-            fmt::bytes(self.bytes_sent as f64 / d),
-            fmt::bytes(self.bytes_received as f64),
-            fmt::bytes(self.bytes_received as f64 / d),
+        write_data(
+            &mut o,
+            self.bytes_sent,
+            self.bytes_received,
+            self.duration_s,
         );
         let sc = if self.success_rate >= 0.999 {
             g
@@ -223,22 +220,7 @@ impl QuickSummary {
         } else {
             let _ = writeln!(o, "\n{b}Latency{z}");
         }
-        let _ = writeln!(
-            o,
-            "  avg {}  min {}  max {}",
-            ms(l.avg),
-            ms(l.min),
-            ms(l.max)
-        );
-        let _ = writeln!(
-            o,
-            "  p50 {}  p90 {}  p95 {}  p99 {}  p99.9 {}",
-            ms(l.p50),
-            ms(l.p90),
-            ms(l.p95),
-            ms(l.p99),
-            ms(l.p999)
-        );
+        write_latency(&mut o, l);
         if self.open_model.is_some() {
             let l = &self.service_latency_ms;
             let _ = writeln!(
@@ -251,13 +233,8 @@ impl QuickSummary {
                 ms(l.max)
             );
         }
-        if let Some(t) = self.latency.as_ref().filter(|t| t.count > 0) {
-            let _ = writeln!(o, "\n{b}Latency histogram{z}");
-            for (upper, n) in histogram_rows(t, 10) {
-                let max = t.count.max(1) as f64;
-                let bar = "■".repeat(((n as f64 / max) * 40.0).ceil() as usize);
-                let _ = writeln!(o, "  ≤ {:>10} [{n:>9}] {bar}", ms(upper));
-            }
+        if let Some(t) = self.latency.as_ref() {
+            write_histogram(&mut o, t, b, z);
         }
         if !self.status.is_empty() {
             let _ = writeln!(o, "\n{b}Status codes{z}");
@@ -281,7 +258,53 @@ impl QuickSummary {
     }
 }
 
-fn trend(r: &RunResult, name: &str) -> Result<Option<TrendAgg>, String> {
+/// The summary's data line: bytes each way and their rates over `duration_s`.
+pub(crate) fn write_data(o: &mut String, sent: u64, received: u64, duration_s: f64) {
+    let d = duration_s.max(1e-9);
+    let _ = writeln!(
+        o,
+        "  Data:          {} sent ({}/s), {} received ({}/s)",
+        fmt::bytes(sent as f64),
+        fmt::bytes(sent as f64 / d),
+        fmt::bytes(received as f64),
+        fmt::bytes(received as f64 / d),
+    );
+}
+
+/// The two latency lines of a summary (avg/min/max, percentiles).
+pub(crate) fn write_latency(o: &mut String, l: &LatencyMs) {
+    let _ = writeln!(
+        o,
+        "  avg {}  min {}  max {}",
+        ms(l.avg),
+        ms(l.min),
+        ms(l.max)
+    );
+    let _ = writeln!(
+        o,
+        "  p50 {}  p90 {}  p95 {}  p99 {}  p99.9 {}",
+        ms(l.p50),
+        ms(l.p90),
+        ms(l.p95),
+        ms(l.p99),
+        ms(l.p999)
+    );
+}
+
+/// The latency histogram section (nothing when `t` is empty); `b`/`z`: bold on/off.
+pub(crate) fn write_histogram(o: &mut String, t: &TrendAgg, b: &str, z: &str) {
+    if t.count == 0 {
+        return;
+    }
+    let _ = writeln!(o, "\n{b}Latency histogram{z}");
+    for (upper, n) in histogram_rows(t, 10) {
+        let max = t.count.max(1) as f64;
+        let bar = "■".repeat(((n as f64 / max) * 40.0).ceil() as usize);
+        let _ = writeln!(o, "  ≤ {:>10} [{n:>9}] {bar}", ms(upper));
+    }
+}
+
+pub(crate) fn trend(r: &RunResult, name: &str) -> Result<Option<TrendAgg>, String> {
     match r.metric(name, &TagSet::new()) {
         Some(m) => match m.to_agg()? {
             Agg::Trend(t) => Ok(Some(*t)),
@@ -291,7 +314,7 @@ fn trend(r: &RunResult, name: &str) -> Result<Option<TrendAgg>, String> {
     }
 }
 
-fn latency_of(t: Option<&TrendAgg>) -> LatencyMs {
+pub(crate) fn latency_of(t: Option<&TrendAgg>) -> LatencyMs {
     match t {
         Some(t) if t.count > 0 => LatencyMs {
             min: t.min,

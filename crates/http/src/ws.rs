@@ -34,6 +34,10 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
 pub const WRITE_WAIT: Duration = Duration::from_secs(10);
 /// Largest message accepted (tungstenite's default is 64 MiB; k6 has no limit).
 const MAX_MESSAGE: usize = 64 << 20;
+/// Read buffer per socket (gorilla's, k6's, default too). tungstenite's default of 128 KiB is
+/// zeroed on every read: with small messages that memset was a third of `volley ws`'s CPU, and
+/// it cost 128 KiB of RSS per socket. Larger messages still arrive, in more reads.
+pub const READ_BUFFER: usize = 4 << 10;
 
 /// What the script asked for.
 #[derive(Clone, Debug, Default)]
@@ -162,7 +166,8 @@ pub async fn connect(
         })?;
     let request = build_request(req).map_err(|m| fail(ErrorClass::Other, m))?;
     let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
-        .max_message_size(Some(MAX_MESSAGE));
+        .max_message_size(Some(MAX_MESSAGE))
+        .read_buffer_size(READ_BUFFER);
     let left = deadline.saturating_duration_since(Instant::now());
     let upgrade = tokio_tungstenite::client_async_with_config(request, io, Some(config));
     let (ws, resp) = match tokio::time::timeout(left, upgrade).await {
@@ -344,6 +349,19 @@ impl WsConn {
                 },
                 _ = &mut sleep => return WsEvent::Timeout,
             }
+        }
+    }
+
+    /// Write one frame now, bypassing the queue (quick mode's hot path: no channel). A write
+    /// that does not finish within [`WRITE_WAIT`] (a peer that stopped reading) is an error.
+    pub async fn send_now(&mut self, cmd: WsCmd) -> Result<(), String> {
+        if let WsCmd::Close(..) = cmd {
+            self.closing = true;
+        }
+        match tokio::time::timeout(WRITE_WAIT, self.ws.send(message_of(cmd))).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(format!("websocket: {e}")),
+            Err(_) => Err("websocket: write timed out".into()),
         }
     }
 

@@ -18,6 +18,7 @@
 //! * `ws` — the `/ws/echo` WebSocket endpoint and its test commands.
 //! * `grpc` — the gRPC service `volley.target.Target` (`examples/grpc/target.proto`) and
 //!   server reflection, on the same port (requests with `content-type: application/grpc`).
+//! * `ws_chat` — `/ws/chat`: WebSocket rooms that broadcast every message to every member.
 //! * `gate` — [`Limits`]: bounded workers (a known capacity) and failing above a rate.
 //! * `codec` — base64, percent-decoding, query and cookie parsing.
 //!
@@ -43,6 +44,7 @@
 //! | `/bearer` | 200 `{"authenticated": true, "token": T}` for `Authorization: Bearer T`, else 401 with `WWW-Authenticate: Bearer` |
 //! | `POST /volley.target.Target/*` | gRPC (`content-type: application/grpc*`, HTTP/2): Echo, Count, Sum, Chat, Fail, Slow and reflection (v1, v1alpha); see `grpc` |
 //! | `/ws/echo` | WebSocket echo (upgrade; commands for server-initiated close, ping, bursts: see `ws`) |
+//! | `/ws/chat?room=NAME` | WebSocket broadcast: every message goes to every client in the room, the sender too |
 //! | `/upload` | POST/PUT (else 405): reads the body frame by frame without buffering, 200 `{"bytes": N}` |
 //! | `/stats` | 200 `{"requests", "bytes_received", "bytes_sent", "connections"}` (numbers), `"peers"` (distinct client IPs, at most 64) |
 //! | `/metrics` | Prometheus text: `volley_target_{requests,bytes_received,bytes_sent,connections}_total` |
@@ -98,6 +100,7 @@ mod routes;
 mod server;
 mod tls;
 mod ws;
+mod ws_chat;
 
 use std::fmt;
 use std::io;

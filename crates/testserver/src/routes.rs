@@ -53,7 +53,11 @@ pub(crate) fn route(req: Request<Incoming>) -> Route {
     }
     let resp = match path {
         "/echo" => return Route::Echo(req),
-        "/ws/echo" => return Route::Ready(crate::ws::upgrade(req)),
+        "/ws/echo" => return Route::Ready(crate::ws::upgrade(req, crate::ws::Endpoint::Echo)),
+        "/ws/chat" => {
+            let room = crate::ws_chat::room(req.uri().query());
+            return Route::Ready(crate::ws::upgrade(req, crate::ws::Endpoint::Chat(room)));
+        }
         "/get" => {
             if matches!(*req.method(), Method::GET | Method::HEAD) {
                 return Route::Echo(req);

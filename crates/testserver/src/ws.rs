@@ -25,7 +25,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Map, Value};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
@@ -33,10 +33,20 @@ use crate::body::RespBody;
 use crate::routes::Resp;
 
 const MAX_BURST: usize = 10_000;
+/// Read buffer per socket (see the note where it is used).
+const READ_BUFFER: usize = 4 << 10;
 const MAX_BINARY: usize = 1 << 20;
 
+/// What an upgraded socket does.
+pub(crate) enum Endpoint {
+    /// `/ws/echo`: echo and the test commands above.
+    Echo,
+    /// `/ws/chat`: broadcast to the room (see `ws_chat`).
+    Chat(String),
+}
+
 /// Answer an upgrade request with 101 and serve the socket on its own task.
-pub(crate) fn upgrade(mut req: Request<Incoming>) -> Resp {
+pub(crate) fn upgrade(mut req: Request<Incoming>, endpoint: Endpoint) -> Resp {
     let key = req.headers().get("sec-websocket-key").cloned();
     let is_upgrade = req
         .headers()
@@ -63,8 +73,14 @@ pub(crate) fn upgrade(mut req: Request<Incoming>) -> Resp {
     let on_upgrade = hyper::upgrade::on(&mut req);
     tokio::spawn(async move {
         if let Ok(up) = on_upgrade.await {
-            let ws = WebSocketStream::from_raw_socket(TokioIo::new(up), Role::Server, None).await;
-            serve(ws, Value::Object(headers)).await;
+            // tungstenite zeroes its whole read buffer (128 KiB by default) on every read.
+            let config = WebSocketConfig::default().read_buffer_size(READ_BUFFER);
+            let ws = WebSocketStream::from_raw_socket(TokioIo::new(up), Role::Server, Some(config))
+                .await;
+            match endpoint {
+                Endpoint::Echo => serve(ws, Value::Object(headers)).await,
+                Endpoint::Chat(room) => crate::ws_chat::serve(ws, room).await,
+            }
         }
     });
     let mut r = Response::new(RespBody::empty());

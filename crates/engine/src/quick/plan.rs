@@ -106,8 +106,60 @@ impl VuFactory for QuickFactory {
     }
 }
 
+/// Worker threads for `connections` (0 asked: one per available core); never more threads
+/// than connections.
+pub(crate) fn worker_threads(asked: usize, connections: usize) -> usize {
+    match asked {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+    .min(connections)
+}
+
+/// When the load ends: the schedule's own end (rate stages) and -z both end it, whichever is
+/// first.
+pub(crate) fn load_end(
+    duration: Option<Duration>,
+    rate: Option<&RateSchedule>,
+) -> Option<Duration> {
+    match (duration, rate.and_then(|r| r.duration())) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// A quick mode's plan: one self-paced `per-vu-iterations` scenario, a VU per connection
+/// whose one iteration drives it until `max_duration` at most.
+pub(crate) fn self_paced_plan(
+    name: &str,
+    connections: usize,
+    max_duration: Duration,
+    threads: usize,
+    monitor: &MonitorPlan,
+) -> VuPlan {
+    let mut scenario = Scenario::new(
+        name,
+        Executor::PerVuIterations(PerVuIterations {
+            vus: connections as u64,
+            iterations: 1,
+            max_duration,
+        }),
+    );
+    scenario.self_paced = true;
+    // The token's grace after Ctrl-C (the -z deadline's shorter grace is the body's own).
+    scenario.graceful_stop = crate::control::INTERRUPT_GRACE;
+    VuPlan {
+        scenarios: vec![scenario],
+        threads,
+        iteration_tags: Default::default(),
+        scenario_tag: false,
+        monitor: monitor.clone(),
+        ..Default::default()
+    }
+}
+
 /// Share `total` between `parts` as evenly as possible; part `i` gets its slice.
-pub(super) fn split(total: u64, parts: usize, i: usize) -> u64 {
+pub(crate) fn split(total: u64, parts: usize, i: usize) -> u64 {
     let parts = parts as u64;
     total / parts + u64::from((i as u64) < total % parts)
 }
@@ -156,16 +208,8 @@ pub fn plan(
         Vec::new()
     };
     let connections = cfg.connections.max(1);
-    let threads = match cfg.threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    }
-    .min(connections);
-    // The schedule's own end (rate stages) and -z both end the run; whichever is first.
-    let duration = match (cfg.duration, cfg.rate.as_ref().and_then(|r| r.duration())) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
+    let threads = worker_threads(cfg.threads, connections);
+    let duration = load_end(cfg.duration, cfg.rate.as_ref());
     let shared = Arc::new(Shared {
         cfg: cfg.clone(),
         target,
@@ -190,25 +234,13 @@ pub fn plan(
         s: shared,
         run: RUNS.fetch_add(1, Ordering::Relaxed),
     });
-    let mut scenario = Scenario::new(
+    let plan = self_paced_plan(
         "quick",
-        Executor::PerVuIterations(PerVuIterations {
-            vus: connections as u64,
-            iterations: 1,
-            max_duration: duration.unwrap_or(NO_DEADLINE),
-        }),
-    );
-    scenario.self_paced = true;
-    // The token's grace after Ctrl-C (the -z deadline's shorter grace is the body's own).
-    scenario.graceful_stop = crate::control::INTERRUPT_GRACE;
-    let plan = VuPlan {
-        scenarios: vec![scenario],
+        connections,
+        duration.unwrap_or(NO_DEADLINE),
         threads,
-        iteration_tags: Default::default(),
-        scenario_tag: false,
-        monitor: monitor.clone(),
-        ..Default::default()
-    };
+        monitor,
+    );
     Ok((plan, factory))
 }
 

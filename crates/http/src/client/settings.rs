@@ -54,6 +54,13 @@ pub struct ClientSettings {
 #[derive(Clone, Debug, Default)]
 pub struct TlsCache(OnceLock<Result<Arc<rustls::ClientConfig>, String>>);
 
+impl TlsCache {
+    /// A cache that already holds `config` (quick mode's `--cacert`, built before the run).
+    pub fn preset(config: Arc<rustls::ClientConfig>) -> TlsCache {
+        TlsCache(OnceLock::from(Ok(config)))
+    }
+}
+
 impl Default for ClientSettings {
     fn default() -> Self {
         ClientSettings {

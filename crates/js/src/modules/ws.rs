@@ -56,6 +56,9 @@ struct Sock {
     /// Ping payload (our counter) → when it was sent.
     pings: HashMap<String, Instant>,
     next_ping: u64,
+    /// `k6/websockets` called close(): as k6, messages that still arrive are neither
+    /// dispatched (the shim's readyState is CLOSING) nor counted in `ws_msgs_received`.
+    closing: bool,
 }
 
 /// The socket's metric series (its tags: the VU's, `url`, `status`, `subproto`, params.tags).
@@ -259,6 +262,7 @@ fn opened<'js>(
             started,
             pings: HashMap::new(),
             next_ping: 0,
+            closing: false,
         },
     );
     out.set("id", id)?;
@@ -298,12 +302,16 @@ fn event<'js>(
     match ev {
         WsEvent::Timeout => return Ok(Value::new_null(ctx.clone())),
         WsEvent::Text(t) => {
-            rec.add(s.m.received, 1.0);
+            if !s.closing {
+                rec.add(s.m.received, 1.0);
+            }
             o.set("t", "text")?;
             o.set("d", t)?;
         }
         WsEvent::Binary(b) => {
-            rec.add(s.m.received, 1.0);
+            if !s.closing {
+                rec.add(s.m.received, 1.0);
+            }
             o.set("t", "binary")?;
             o.set("d", array_buffer(ctx, &b)?)?;
         }
@@ -535,7 +543,10 @@ pub(crate) fn install<'js>(
     {
         let st = st.clone();
         let f = move |id: u32, code: u16, reason: Opt<String>, count: Opt<bool>| {
-            if let Some(s) = socket(&st, id) {
+            if let Some(mut s) = socket(&st, id) {
+                // Only k6/websockets counts its close frame; it is also the API that stops
+                // counting messages once closing.
+                s.closing |= count.0 == Some(true);
                 let reason = reason.0.unwrap_or_default();
                 let sent =
                     s.tx.as_ref()

@@ -1,0 +1,219 @@
+//! WebSockets against an independent server: tests/ws/echo_server.py (the `websockets` PyPI
+//! package), started by the test. The conformance scripts of tests/k6/ (k6/ws, k6/websockets,
+//! many VUs) and `volley ws` give the counts they give against `volley target`; where k6 is
+//! installed, k6 gives the same. Skipped with a message when python3 or the package is absent
+//! (.ci/run installs it).
+//!
+//! One difference is the server's own: `websockets` answers a ping as soon as it reads it,
+//! before its handler echoes the messages sent just before, so a pong can overtake two
+//! echoes. websockets.js closes on the pong, and k6 neither dispatches nor counts messages
+//! that arrive once closing: each iteration where that happens fails its "events in order"
+//! check and receives 2 messages fewer. The test asserts exactly that relation.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// The Python server; it exits when its stdin closes (when this is dropped, or the test dies).
+struct PyServer {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for PyServer {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn py_server() -> Option<PyServer> {
+    let probe = Command::new("python3")
+        .args(["-c", "import websockets"])
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        eprintln!("SKIP: python3 with the `websockets` package not found (pip install websockets)");
+        return None;
+    }
+    let mut child = Command::new("python3")
+        .arg(repo().join("tests/ws/echo_server.py"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 starts");
+    let out = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(out).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(Duration::from_secs(20)).unwrap_or_default();
+    let port = line
+        .trim()
+        .strip_prefix("listening ")
+        .and_then(|p| p.parse().ok());
+    let mut server = PyServer { child, port: 0 };
+    server.port = port.unwrap_or_else(|| panic!("the Python server did not start: {line:?}"));
+    Some(server)
+}
+
+fn k6() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("K6") {
+        return Some(PathBuf::from(p));
+    }
+    let peers = PathBuf::from(std::env::var_os("HOME")?).join(".cache/volley-peers/bin/k6");
+    peers.is_file().then_some(peers)
+}
+
+/// Run tests/k6/NAME with BASE (HTTP parts: `volley target`) and WS (the Python server) under
+/// `tool` ("volley" or a k6 path); the summary export.
+fn export(tool: Option<&PathBuf>, name: &str, base: &str, ws: &str) -> Value {
+    let dir = scratch(&format!("ws-indep-{name}"));
+    let path = dir.join(if tool.is_some() {
+        "k6.json"
+    } else {
+        "volley.json"
+    });
+    let script = repo().join("tests/k6").join(name);
+    let mut cmd = match tool {
+        Some(k6) => {
+            let mut c = Command::new(k6);
+            c.args(["run", "-q", "--no-usage-report", "--address", "127.0.0.1:0"])
+                .env("K6_NO_USAGE_REPORT", "true");
+            c
+        }
+        None => {
+            let mut c = volley();
+            c.args(["run", "-q"]);
+            c
+        }
+    };
+    cmd.args(["-e", &format!("BASE={base}"), "-e", &format!("WS={ws}")])
+        .arg("--summary-export")
+        .arg(&path)
+        .arg(&script);
+    let o = output_within(&mut cmd, Duration::from_secs(120));
+    assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
+}
+
+/// Failed checks by name in a summary export.
+fn failed_checks(v: &Value) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let mut groups = vec![&v["root_group"]];
+    while let Some(g) = groups.pop() {
+        if let Some(checks) = g["checks"].as_object() {
+            for c in checks.values() {
+                let fails = c["fails"].as_u64().unwrap_or(0);
+                if fails > 0 {
+                    out.push((c["name"].as_str().unwrap_or("").to_string(), fails));
+                }
+            }
+        }
+        if let Some(gs) = g["groups"].as_object() {
+            groups.extend(gs.values());
+        }
+    }
+    out
+}
+
+fn count(v: &Value, metric: &str) -> u64 {
+    v["metrics"][metric]["count"].as_u64().unwrap_or(0)
+}
+
+/// The counts against `volley target` (crates/js/tests/websockets.rs), with the server's
+/// ping race accounted for (see the module docs).
+fn assert_counts(who: &str, name: &str, v: &Value) {
+    let fails = failed_checks(v);
+    let order: u64 = fails
+        .iter()
+        .filter(|(n, _)| n.ends_with("events in order"))
+        .map(|(_, f)| f)
+        .sum();
+    let other: Vec<_> = fails
+        .iter()
+        .filter(|(n, _)| !n.ends_with("events in order"))
+        .collect();
+    assert!(other.is_empty(), "{who} {name}: failed checks {other:?}");
+    let (sent, received, sessions) = (
+        count(v, "ws_msgs_sent"),
+        count(v, "ws_msgs_received"),
+        count(v, "ws_sessions"),
+    );
+    match name {
+        "ws_callback.js" => assert_eq!((sent, received, sessions), (16, 12, 12), "{who}"),
+        "websockets.js" => {
+            assert_eq!((sent, sessions), (34, 18), "{who}");
+            assert_eq!(received, 16 - 2 * order, "{who}: {order} iterations raced");
+        }
+        _ => assert_eq!((sent, received, sessions), (840, 800, 80), "{who} {name}"),
+    }
+}
+
+#[test]
+fn conformance_scripts_count_the_same_against_python_websockets() {
+    let Some(py) = py_server() else { return };
+    let _serial = exclusive();
+    let t = target();
+    let base = format!("http://{}", t.local_addr());
+    let ws = format!("ws://127.0.0.1:{}/", py.port);
+    let k6 = k6();
+    if k6.is_none() {
+        eprintln!("k6 not found (set K6=/path/to/k6): the k6 half skipped");
+    }
+    for name in ["ws_callback.js", "websockets.js", "ws_many.js"] {
+        assert_counts("volley", name, &export(None, name, &base, &ws));
+        if let Some(k6) = &k6 {
+            assert_counts("k6", name, &export(Some(k6), name, &base, &ws));
+        }
+    }
+    t.shutdown();
+}
+
+#[test]
+fn volley_ws_counts_every_echo_of_python_websockets() {
+    let Some(py) = py_server() else { return };
+    let _serial = exclusive();
+    let url = format!("ws://127.0.0.1:{}/echo", py.port);
+    for extra in [&[][..], &["--binary", "--size", "200"][..]] {
+        let mut cmd = volley();
+        cmd.args(["ws", &url, "-n", "1000", "-c", "4", "--json"])
+            .args(extra);
+        let o = output_within(&mut cmd, Duration::from_secs(60));
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let j = json(&o);
+        assert_eq!(j["messages_sent"], 1000, "{extra:?}");
+        assert_eq!(j["messages_received"], 1000, "{extra:?}");
+        assert_eq!(j["unanswered"], 0);
+        assert_eq!(j["unmatched"], 0);
+        assert_eq!(j["sessions"], 4);
+    }
+    // The server's close with a code, from an independent implementation.
+    let mut cmd = volley();
+    cmd.args([
+        "ws",
+        &url,
+        "-n",
+        "2",
+        "-c",
+        "1",
+        "--json",
+        "--message",
+        "!close 4003 x",
+    ]);
+    let o = output_within(&mut cmd, Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert_eq!(json(&o)["errors"]["closed 4003"], 2);
+}

@@ -1,0 +1,482 @@
+//! The connection loop of WebSocket quick mode ([`WsBody`]): connect, send on the model's
+//! pace, match echoes, reconnect after a loss, close with 1000 at the end. One VU, one
+//! connection at a time; everything it records goes through handles resolved once.
+
+use super::plan::Shared;
+use super::{Payload, MISSED_STARTS, WS_ERRORS, WS_RTT, WS_RTT_CORRECTED, WS_UNANSWERED};
+use crate::control::RunControl;
+use crate::vus::{Outcome, Phase, ScenarioState, StopToken, VuBody, WorkerEnv};
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use volley_http::ws::{self, WsCmd, WsConn, WsEvent};
+use volley_metrics::names;
+use volley_metrics::{Handle, MetricKey, MetricKind, Recorder, Unit};
+
+/// How long echoes of messages sent before the `-z` deadline (or Ctrl-C) may still arrive;
+/// then the rest count as unanswered.
+pub const DEADLINE_GRACE: Duration = Duration::from_millis(500);
+
+/// Pause after a failed connect before the next try: a refused port must not spin a core.
+const RECONNECT_PAUSE: Duration = Duration::from_millis(100);
+
+/// How long the closing handshake may take at the end.
+const CLOSE_WAIT: Duration = Duration::from_secs(1);
+
+/// Lateness forgiven as timer granularity rather than counted as a missed start.
+const TIMER_SLACK: Duration = Duration::from_millis(2);
+
+/// Digits of the sequence number at the start of a generated payload.
+const SEQ_DIGITS: usize = 16;
+
+/// A message waiting for its echo.
+struct Pending {
+    seq: u64,
+    sent: Instant,
+    due: Option<Instant>,
+}
+
+/// Handles of the series every message records into.
+struct Handles {
+    sessions: Handle,
+    connecting: Handle,
+    sent: Handle,
+    received: Handle,
+    data_sent: Handle,
+    data_received: Handle,
+    rtt: Handle,
+    corrected: Handle,
+    unanswered: Handle,
+    unmatched: Handle,
+    missed: Handle,
+}
+
+/// A WebSocket quick-mode VU: one connection driven by one long iteration.
+pub struct WsBody {
+    s: Arc<Shared>,
+    /// This connection's index among `connections` (which arrivals and budget it owns).
+    idx: usize,
+    rec: Rc<RefCell<Recorder>>,
+    scenarios: Arc<Vec<ScenarioState>>,
+    ctl: RunControl,
+    h: Handles,
+}
+
+/// How a session (one connection) ended.
+enum SessionEnd {
+    /// Nothing more to send and every echo in (or the grace is over): close it.
+    Done,
+    /// The connection was lost; reconnect if there is more to send.
+    Lost,
+    /// Hard stop: give everything up now.
+    Cut,
+}
+
+/// This connection's progress through the run.
+struct State {
+    seq: u64,
+    /// Messages this connection may still send (`-n`), or None for unbounded.
+    budget: Option<u64>,
+    /// Open model: this connection's next arrival (it owns every `connections`-th one).
+    next_arrival: u64,
+    /// Open model: the arrival this connection went to sleep for (it was not late then).
+    armed: Option<u64>,
+    pending: VecDeque<Pending>,
+    start: Instant,
+    end: Option<Instant>,
+    /// When sending stopped (deadline, budget, Ctrl-C): echoes get [`DEADLINE_GRACE`].
+    stopped_at: Option<Instant>,
+}
+
+impl WsBody {
+    pub(super) fn new(s: Arc<Shared>, env: &WorkerEnv, idx: usize) -> WsBody {
+        let h = {
+            let mut r = env.recorder.borrow_mut();
+            let mut c =
+                |name: &str| r.handle(MetricKey::new(name), MetricKind::Counter, Unit::Default);
+            let (sessions, sent, received, unanswered, unmatched, missed) = (
+                c(names::WS_SESSIONS),
+                c(names::WS_MSGS_SENT),
+                c(names::WS_MSGS_RECEIVED),
+                c(WS_UNANSWERED),
+                c(super::WS_UNMATCHED),
+                c(MISSED_STARTS),
+            );
+            let mut t = |name: &str| r.handle(MetricKey::new(name), MetricKind::Trend, Unit::Time);
+            let (connecting, rtt, corrected) =
+                (t(names::WS_CONNECTING), t(WS_RTT), t(WS_RTT_CORRECTED));
+            let mut d =
+                |name: &str| r.handle(MetricKey::new(name), MetricKind::Counter, Unit::Data);
+            Handles {
+                sessions,
+                connecting,
+                sent,
+                received,
+                data_sent: d(names::DATA_SENT),
+                data_received: d(names::DATA_RECEIVED),
+                rtt,
+                corrected,
+                unanswered,
+                unmatched,
+                missed,
+            }
+        };
+        WsBody {
+            idx,
+            rec: env.recorder.clone(),
+            scenarios: env.scenarios.clone(),
+            ctl: env.ctl().clone(),
+            h,
+            s,
+        }
+    }
+
+    fn error(&self, class: &str) {
+        let mut rec = self.rec.borrow_mut();
+        let h = rec.handle(
+            MetricKey::tagged(WS_ERRORS, &[("error", class)]),
+            MetricKind::Counter,
+            Unit::Default,
+        );
+        rec.add(h, 1.0);
+    }
+
+    fn count(&self, h: Handle, n: u64) {
+        if n > 0 {
+            self.rec.borrow_mut().add(h, n as f64);
+        }
+    }
+
+    fn bytes(&self, conn: &mut WsConn) {
+        let (sent, received) = conn.take_bytes();
+        let mut rec = self.rec.borrow_mut();
+        rec.add(self.h.data_sent, sent as f64);
+        rec.add(self.h.data_received, received as f64);
+    }
+
+    /// The message with sequence number `seq`.
+    fn message(&self, seq: u64) -> WsCmd {
+        let bytes = match &self.s.cfg.payload {
+            Payload::Fixed(b) => b.clone(),
+            Payload::Generated { size } => generated(seq, *size),
+        };
+        if self.s.cfg.binary {
+            WsCmd::Binary(bytes)
+        } else {
+            // Fixed text was checked to be UTF-8 by the CLI; generated text is ASCII.
+            WsCmd::Text(String::from_utf8_lossy(&bytes).into_owned())
+        }
+    }
+
+    /// When this connection's next message is due: None while the closed model waits for an
+    /// echo, or (with `stopped_at` set) when it must not send any more.
+    fn next_due(&self, st: &mut State, now: Instant) -> Option<Instant> {
+        if st.stopped_at.is_some() {
+            return None;
+        }
+        let past_end = st.end.is_some_and(|end| now >= end);
+        if past_end {
+            // The first connection past -z stops the run (as HTTP quick mode does).
+            self.ctl.stop();
+        }
+        if past_end || self.ctl.is_stopped() || st.budget == Some(0) {
+            st.stopped_at = Some(st.end.map_or(now, |end| now.min(end)));
+            return None;
+        }
+        let Some(rate) = &self.s.cfg.rate else {
+            // Closed model: one message in flight.
+            return st.pending.is_empty().then_some(now);
+        };
+        let n = self.s.cfg.connections.max(1) as u64;
+        let due = rate
+            .arrival(st.next_arrival * n + self.idx as u64)
+            .map(|at| st.start + crate::clamp_secs(at))
+            .filter(|due| st.end.is_none_or(|end| *due < end));
+        if due.is_none() {
+            // The schedule is over for this connection.
+            st.stopped_at = Some(now);
+        }
+        due
+    }
+
+    /// Match a received message to the oldest pending send it echoes.
+    fn received(&self, st: &mut State, data: &[u8]) {
+        let now = Instant::now();
+        self.count(self.h.received, 1);
+        let seq = match self.s.cfg.payload {
+            Payload::Generated { .. } => match parse_seq(data) {
+                Some(s) => Some(s),
+                None => return self.count(self.h.unmatched, 1),
+            },
+            Payload::Fixed(_) => None,
+        };
+        // Sends older than the echoed one were dropped by the server.
+        let mut lost = 0;
+        let mut matched = None;
+        while let Some(p) = st.pending.pop_front() {
+            match seq {
+                Some(s) if p.seq < s => lost += 1,
+                Some(s) if p.seq > s => {
+                    // An echo of nothing pending (a duplicate): put it back.
+                    st.pending.push_front(p);
+                    break;
+                }
+                _ => {
+                    matched = Some(p);
+                    break;
+                }
+            }
+        }
+        self.count(self.h.unanswered, lost);
+        let Some(p) = matched else {
+            return self.count(self.h.unmatched, 1);
+        };
+        let mut rec = self.rec.borrow_mut();
+        rec.trend_us(self.h.rtt, (now - p.sent).as_micros() as u64);
+        if let Some(due) = p.due {
+            rec.trend_us(self.h.corrected, (now - due).as_micros() as u64);
+        }
+    }
+
+    /// Connect, run sessions until the run is over, close.
+    async fn drive(&self, scenario: usize, stop: &StopToken) -> Outcome {
+        let start = self.scenarios[scenario]
+            .started()
+            .map_or_else(Instant::now, |(t0, _)| t0);
+        let _ = self.s.begin.set(start);
+        let n = self.s.cfg.connections.max(1);
+        let mut st = State {
+            seq: 0,
+            budget: self
+                .s
+                .cfg
+                .messages
+                .map(|m| crate::quick::split_budget(m, n, self.idx)),
+            next_arrival: 0,
+            armed: None,
+            pending: VecDeque::new(),
+            start,
+            end: self.s.duration.map(|d| start + d),
+            stopped_at: None,
+        };
+        loop {
+            if self.next_due(&mut st, Instant::now()).is_none() && st.stopped_at.is_some() {
+                return Outcome::Ok;
+            }
+            let began = Instant::now();
+            let connect = ws::connect(&self.s.request, &self.s.settings);
+            let deadline = st.end.map(|e| e.into());
+            let res = tokio::select! {
+                biased;
+                _ = stop.stopped() => return Outcome::Interrupted,
+                _ = stop.interrupted() => return Outcome::Interrupted,
+                _ = sleep_opt(deadline) => return Outcome::Ok,
+                r = tokio::time::timeout(self.s.cfg.connect_timeout, connect) => r,
+            };
+            let (mut conn, _tx, _hs) = match res {
+                Ok(Ok(c)) => c,
+                Ok(Err(e)) => {
+                    match &e.response {
+                        Some(r) => self.error(&format!("handshake {}", r.status)),
+                        None => self.error(e.class.as_str()),
+                    }
+                    // A failed connect costs one message of a -n budget, so the run ends.
+                    if let Some(b) = st.budget.as_mut() {
+                        *b = b.saturating_sub(1);
+                    }
+                    tokio::select! {
+                        _ = stop.stopped() => return Outcome::Interrupted,
+                        _ = tokio::time::sleep(RECONNECT_PAUSE) => {}
+                    }
+                    continue;
+                }
+                Err(_) => {
+                    self.error("timeout");
+                    if let Some(b) = st.budget.as_mut() {
+                        *b = b.saturating_sub(1);
+                    }
+                    continue;
+                }
+            };
+            {
+                let mut rec = self.rec.borrow_mut();
+                rec.add(self.h.sessions, 1.0);
+                rec.trend_us(self.h.connecting, began.elapsed().as_micros() as u64);
+            }
+            match self.session(&mut conn, &mut st, stop).await {
+                SessionEnd::Cut => {
+                    self.bytes(&mut conn);
+                    self.count(self.h.unanswered, st.pending.len() as u64);
+                    return Outcome::Interrupted;
+                }
+                SessionEnd::Lost => {
+                    self.bytes(&mut conn);
+                    self.count(self.h.unanswered, st.pending.drain(..).count() as u64);
+                }
+                SessionEnd::Done => {
+                    self.close(&mut conn).await;
+                    self.bytes(&mut conn);
+                    self.count(self.h.unanswered, st.pending.drain(..).count() as u64);
+                    return Outcome::Ok;
+                }
+            }
+        }
+    }
+
+    /// Send and match until there is nothing left to do on this connection.
+    async fn session(&self, conn: &mut WsConn, st: &mut State, stop: &StopToken) -> SessionEnd {
+        loop {
+            let now = Instant::now();
+            let due = self.next_due(st, now);
+            if let Some(due) = due.filter(|d| *d <= now) {
+                let seq = st.seq;
+                st.seq += 1;
+                let open = self.s.cfg.rate.is_some();
+                if open {
+                    // Late only if it was overdue when first seen: the timer's own lateness
+                    // (tokio rounds to the millisecond) is no missed start, as in `quick`.
+                    let slept = st.armed == Some(st.next_arrival);
+                    st.next_arrival += 1;
+                    if !slept && now > due + TIMER_SLACK {
+                        self.count(self.h.missed, 1);
+                    }
+                }
+                if let Some(b) = st.budget.as_mut() {
+                    *b -= 1;
+                }
+                st.pending.push_back(Pending {
+                    seq,
+                    sent: now,
+                    due: open.then_some(due),
+                });
+                if conn.send_now(self.message(seq)).await.is_err() {
+                    self.error("write");
+                    return SessionEnd::Lost;
+                }
+                self.count(self.h.sent, 1);
+                continue;
+            }
+            if due.is_none() && st.pending.is_empty() {
+                return SessionEnd::Done;
+            }
+            if due.is_some() {
+                st.armed = Some(st.next_arrival);
+            }
+            // Wake for the next send, the oldest echo's timeout, or the end of the grace.
+            let mut wake = due;
+            if let Some(p) = st.pending.front() {
+                let lost_at = p.sent + self.s.cfg.timeout;
+                wake = Some(wake.map_or(lost_at, |w| w.min(lost_at)));
+            }
+            if let Some(at) = st.stopped_at {
+                let cut = at + DEADLINE_GRACE;
+                if now >= cut {
+                    return SessionEnd::Done;
+                }
+                wake = Some(wake.map_or(cut, |w| w.min(cut)));
+            } else if let Some(end) = st.end {
+                wake = Some(wake.map_or(end, |w| w.min(end)));
+            }
+            let ev = tokio::select! {
+                biased;
+                _ = stop.stopped() => return SessionEnd::Cut,
+                _ = stop.interrupted(), if st.stopped_at.is_none() => {
+                    st.stopped_at = Some(Instant::now());
+                    continue;
+                }
+                ev = conn.next(wake) => ev,
+            };
+            match ev {
+                WsEvent::Text(t) => self.received(st, t.as_bytes()),
+                WsEvent::Binary(b) => self.received(st, &b),
+                WsEvent::Ping | WsEvent::Pong(_) => {}
+                WsEvent::Timeout => {
+                    let now = Instant::now();
+                    // Echoes overdue by the timeout are lost; the connection goes on.
+                    while st
+                        .pending
+                        .front()
+                        .is_some_and(|p| now >= p.sent + self.s.cfg.timeout)
+                    {
+                        st.pending.pop_front();
+                        self.error("timeout");
+                        self.count(self.h.unanswered, 1);
+                    }
+                }
+                WsEvent::Closed { code, .. } => {
+                    self.error(&format!("closed {code}"));
+                    return SessionEnd::Lost;
+                }
+            }
+            self.bytes(conn);
+        }
+    }
+
+    /// The closing handshake: our 1000, then the peer's answer (or [`CLOSE_WAIT`]).
+    async fn close(&self, conn: &mut WsConn) {
+        if conn
+            .send_now(WsCmd::Close(1000, String::new()))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        let until = Instant::now() + CLOSE_WAIT;
+        loop {
+            match conn.next(Some(until)).await {
+                WsEvent::Closed { .. } | WsEvent::Timeout => return,
+                // Late echoes after the grace are not counted.
+                _ => {}
+            }
+        }
+    }
+}
+
+impl VuBody for WsBody {
+    async fn run(&mut self, phase: Phase) -> Outcome {
+        match phase {
+            Phase::Iteration(ctx) => self.drive(ctx.scenario, &ctx.stop).await,
+            Phase::Setup | Phase::Teardown => Outcome::Ok,
+        }
+    }
+}
+
+async fn sleep_opt(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A generated payload: the sequence number in hex, then filler up to `size` bytes.
+pub(super) fn generated(seq: u64, size: usize) -> Vec<u8> {
+    let mut out = format!("{seq:0width$x}", width = SEQ_DIGITS).into_bytes();
+    out.resize(size.max(SEQ_DIGITS), b'.');
+    out
+}
+
+/// The sequence number a generated payload starts with.
+pub(super) fn parse_seq(data: &[u8]) -> Option<u64> {
+    let head = std::str::from_utf8(data.get(..SEQ_DIGITS)?).ok()?;
+    u64::from_str_radix(head, 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_payloads_carry_their_sequence_number() {
+        let p = generated(0xabc, 32);
+        assert_eq!(p.len(), 32);
+        assert_eq!(parse_seq(&p), Some(0xabc));
+        // Never shorter than the number itself.
+        assert_eq!(generated(u64::MAX, 4).len(), SEQ_DIGITS);
+        assert_eq!(parse_seq(&generated(u64::MAX, 4)), Some(u64::MAX));
+        // A server's own message is no echo.
+        assert_eq!(parse_seq(b"hello"), None);
+        assert_eq!(parse_seq(b"zzzzzzzzzzzzzzzzzz"), None);
+    }
+}
