@@ -105,7 +105,12 @@ fn open_model_reports_corrected_latency_and_missed_starts() {
     let j = json(&o);
     let corrected = j["latency_ms"]["p99"].as_f64().unwrap();
     let service = j["service_latency_ms"]["p99"].as_f64().unwrap();
-    assert!(service < 70.0, "service time stays near 50 ms: {service}");
+    // The target delays 50 ms; no upper bound (a loaded machine stretches it), the ratio
+    // below is what shows the queueing.
+    assert!(
+        service >= 49.0,
+        "service time includes the 50 ms delay: {service}"
+    );
     assert!(
         corrected > service * 3.0,
         "queueing shows in the corrected p99: {corrected} vs {service}"
