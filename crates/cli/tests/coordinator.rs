@@ -522,3 +522,36 @@ fn agents_in_three_network_namespaces_reach_the_target_from_three_addresses() {
     expected.sort();
     assert_eq!(seen, expected, "one source address per namespace");
 }
+
+#[test]
+fn ctrl_c_while_waiting_for_agents_says_the_test_had_not_started() {
+    let _g = exclusive();
+    let t = target();
+    let mut c = Cluster::coordinator("sigint", COMBINED, &t.url(), 2, &[]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !c.log("coordinator.err").contains("listening")
+        && !c.log("coordinator.out").contains("listening")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the coordinator never listened"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = c.coordinator.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = c.wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(105));
+    let err = c.log("coordinator.err");
+    // It prepared the script itself, but no agent ran any of it: not "the script's init code".
+    assert!(!err.contains("init code"), "{err}");
+    assert!(
+        err.contains("interrupted while waiting for the agents"),
+        "{err}"
+    );
+    assert_eq!(t.stats().requests, 0);
+}

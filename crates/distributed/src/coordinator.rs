@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio_rustls::TlsAcceptor;
+use volley_engine::control::RunPhase;
 use volley_engine::RunControl;
 use volley_metrics::{Agg, Event, RunMeta, RunResult, TagSet};
 use volley_run::execute::{holds_now, judge, thresholds_message, AbortWatch};
@@ -78,6 +79,9 @@ pub fn run(
     let server = crate::server::start(&cfg.listen, cfg.token.clone(), cfg.tls.clone(), hub.clone())
         .map_err(Outcome::Failure)?;
     listening(server.addr);
+    // The test was prepared here (init phase), but no VU of this process runs it: until the
+    // barrier opens a Ctrl-C stops a test that has not started (not "the script's init code").
+    ctl.status().set_phase(RunPhase::Starting);
     let began = Instant::now();
     let mut watch = AbortWatch::new(&cfg.thresholds, cfg.max_duration_s);
     let mut aborted: Option<String> = None;
@@ -118,6 +122,9 @@ pub fn run(
             }
             continue;
         };
+        if ctl.status().phase() != RunPhase::Iterations {
+            ctl.status().set_phase(RunPhase::Iterations);
+        }
         // Loss: an agent silent too long (killed, cut off, stuck).
         for a in st.agents.iter_mut().filter(|a| a.active()) {
             if a.last_seen.elapsed() >= cfg.agent_timeout {
