@@ -11,6 +11,7 @@ use volley_distributed::agent::{self, Link, SetupData};
 use volley_distributed::wire::Endpoint;
 use volley_engine::RunControl;
 use volley_js::CliOptions;
+use volley_run::Outcome;
 
 #[derive(Args, Debug)]
 pub struct AgentArgs {
@@ -35,6 +36,22 @@ pub struct AgentArgs {
     /// Worker threads (default: one per available core)
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+}
+
+impl AgentArgs {
+    /// An agent of the coordinator at `addr` with every other flag at its default (`volley
+    /// run --coordinator ADDR`).
+    pub fn of_coordinator(addr: String, threads: usize) -> AgentArgs {
+        AgentArgs {
+            coordinator: addr,
+            token: None,
+            tls_ca: None,
+            insecure: false,
+            name: None,
+            retry_for: Duration::from_secs(120),
+            threads,
+        }
+    }
 }
 
 pub fn run(a: AgentArgs) -> i32 {
@@ -121,11 +138,11 @@ fn run_job(
         &ctl,
     ) {
         Ok(p) => p,
-        Err(e) => return exit::outcome(&e.outcome()),
+        Err(e) => return failed(&ep, job, e.outcome()),
     };
     let (get, set) = (p.script.clone(), p.script.clone());
     let link = Link::start(
-        ep,
+        ep.clone(),
         job,
         ctl.clone(),
         SetupData {
@@ -137,6 +154,10 @@ fn run_job(
     p.spec.observers.push(link.observer());
     let fin = match volley_run::execute(p.spec, &ctl) {
         Ok(f) => f,
+        // setup() failing on agent 0 before the start, or the run not starting at all.
+        Err(o) if link.failure().is_none() && !matches!(o, Outcome::InterruptedBeforeStart(_)) => {
+            return failed(&ep, job, o)
+        }
         Err(o) => return exit::outcome(&o),
     };
     if let Some(e) = link.failure() {
@@ -152,4 +173,19 @@ fn run_job(
         }
         Err(e) => exit::fail(&e),
     }
+}
+
+/// This agent's part cannot run: the coordinator hears the error at once (it ends the run
+/// with the same exit code), then the agent ends with it.
+fn failed(ep: &Endpoint, job: &volley_distributed::proto::Assignment, o: Outcome) -> i32 {
+    let text = match &o {
+        Outcome::ScriptError(m)
+        | Outcome::ConfigError(m)
+        | Outcome::SetupTimeout(m)
+        | Outcome::Failure(m)
+        | Outcome::InterruptedBeforeStart(m) => m.clone(),
+        o => format!("{o:?}"),
+    };
+    agent::report_failure(ep, job.agent, &text, o.exit_code());
+    exit::outcome(&o)
 }

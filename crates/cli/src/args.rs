@@ -351,7 +351,12 @@ pub struct CompareArgs {
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// The k6 script (an ES module with a default function)
-    pub script: PathBuf,
+    #[arg(required_unless_present = "coordinator")]
+    pub script: Option<PathBuf>,
+    /// Run as an agent of a distributed run instead: the same as `volley agent --coordinator
+    /// HOST:PORT` (the test comes from the coordinator; token from VOLLEY_TOKEN)
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "script")]
+    pub coordinator: Option<String>,
     /// Number of VUs (overrides options.vus; at most 100,000)
     #[arg(short = 'u', long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub vus: Option<u64>,
@@ -368,19 +373,8 @@ pub struct RunArgs {
     /// Do not put the process environment into __ENV
     #[arg(long)]
     pub no_system_env: bool,
-    /// Save the run result file (see docs/result-file.md)
-    #[arg(long, value_name = "FILE")]
-    pub save: Option<PathBuf>,
-    /// Write k6's end-of-test summary export JSON to FILE
-    #[arg(long, value_name = "FILE")]
-    pub summary_export: Option<PathBuf>,
-    /// Write the self-contained HTML report of the run to FILE at the end
-    #[arg(long, value_name = "FILE")]
-    pub report: Option<PathBuf>,
-    /// Stream the run to an output (repeatable): json=FILE, csv=FILE, junit=FILE,
-    /// influxdb=http://host:8086/db, prometheus=http://host:9090/api/v1/write (docs/outputs.md)
-    #[arg(short = 'o', long = "out", value_name = "KIND=WHERE")]
-    pub out: Vec<String>,
+    #[command(flatten)]
+    pub output: crate::output_flags::OutputFlags,
     /// Worker threads (default: one per available core)
     #[arg(long, default_value_t = 0)]
     pub threads: usize,

@@ -50,19 +50,9 @@ pub struct CoordinatorArgs {
     /// Add a threshold, judged on the merged figures (as volley run's --threshold)
     #[arg(long = "threshold", value_name = "METRIC:EXPR")]
     pub thresholds: Vec<String>,
-    /// Save the merged run result file
-    #[arg(long, value_name = "FILE")]
-    pub save: Option<PathBuf>,
-    /// Write k6's end-of-test summary export JSON of the merged run to FILE
-    #[arg(long, value_name = "FILE")]
-    pub summary_export: Option<PathBuf>,
-    /// Write the HTML report of the merged run to FILE
-    #[arg(long, value_name = "FILE")]
-    pub report: Option<PathBuf>,
-    /// An end-of-run output of the merged run: junit=FILE (repeatable; per-sample and
-    /// streaming outputs belong to `volley run`)
-    #[arg(long, value_name = "OUTPUT")]
-    pub out: Vec<String>,
+    /// `volley run`'s output flags, of the merged run (`--out`: see docs/distributed.md)
+    #[command(flatten)]
+    pub output: crate::output_flags::OutputFlags,
     /// Summary layout: compact (k6 v1's default), full or legacy
     #[arg(long, value_name = "MODE", value_parser = ["compact", "full", "legacy"])]
     pub summary_mode: Option<String>,
@@ -128,7 +118,7 @@ pub fn run(a: CoordinatorArgs) -> i32 {
         Ok(m) => m,
         Err(e) => return exit::usage(&e),
     };
-    let (json, outs) = match OutSpec::parse_all(&a.out) {
+    let (json, outs) = match OutSpec::parse_all(&a.output.out) {
         Ok(o) => o,
         Err(e) => return exit::outcome(&Outcome::ConfigError(e)),
     };
@@ -136,7 +126,8 @@ pub fn run(a: CoordinatorArgs) -> i32 {
         return exit::usage(
             "the coordinator writes end-of-run outputs of the merged run (--out junit=FILE, \
              --save, --summary-export, --report); per-sample and streaming outputs are \
-             volley run's",
+             volley run's: the coordinator has the agents' per-second aggregates, not their \
+             samples (the merged per-second series is in --save's file, docs/result-file.md)",
         );
     }
     let mut thresholds = Vec::new();
@@ -154,9 +145,9 @@ pub fn run(a: CoordinatorArgs) -> i32 {
         _ => None,
     };
     let after = AfterRun {
-        save: a.save.clone(),
-        summary_export: a.summary_export.clone(),
-        report: a.report.clone(),
+        save: a.output.save.clone(),
+        summary_export: a.output.summary_export.clone(),
+        report: a.output.report.clone(),
         history: None,
         labels: Vec::new(),
         quiet: a.quiet,

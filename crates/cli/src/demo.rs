@@ -34,16 +34,18 @@ pub fn run(a: DemoArgs) -> i32 {
 /// Step 2 of the intro: `volley run SCRIPT -e ... --no-system-env --save ... --report ...`.
 fn intro_script(s: &IntroScript) -> i32 {
     run_cmd::run(RunArgs {
-        script: s.script.clone(),
+        script: Some(s.script.clone()),
+        coordinator: None,
         vus: None,
         duration: None,
         iterations: None,
         env: s.env.clone(),
         no_system_env: true,
-        save: Some(s.save.clone()),
-        summary_export: None,
-        report: Some(s.report.clone()),
-        out: Vec::new(),
+        output: crate::output_flags::OutputFlags {
+            save: Some(s.save.clone()),
+            report: Some(s.report.clone()),
+            ..Default::default()
+        },
         threads: 0,
         monitor: Vec::new(),
         monitor_interval: std::time::Duration::from_secs(1),

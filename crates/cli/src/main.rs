@@ -25,6 +25,7 @@ mod k6_flags;
 mod k8s_cmd;
 mod merge_cmd;
 mod monitor_cmd;
+mod output_flags;
 mod report_cmd;
 mod run_cmd;
 mod signals;

@@ -45,6 +45,13 @@ pub(crate) fn summary_mode(flag: Option<&str>) -> Result<SummaryMode, String> {
 }
 
 pub fn run(mut a: RunArgs) -> i32 {
+    // `volley run --coordinator ADDR`: the other spelling of `volley agent`.
+    if let Some(addr) = a.coordinator.take() {
+        return crate::agent_cmd::run(crate::agent_cmd::AgentArgs::of_coordinator(addr, a.threads));
+    }
+    let Some(script) = a.script.take() else {
+        return exit::usage("volley run: give the SCRIPT (or --coordinator HOST:PORT)");
+    };
     match log_config(&a.log) {
         Err(e) => return exit::usage(&e),
         Ok(cfg) => {
@@ -69,20 +76,21 @@ pub fn run(mut a: RunArgs) -> i32 {
     }
     // k6's flags, `K6_*` environment and `--config` file (docs/k6-cli.md).
     let sys_env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
-    let mut k6 = match crate::k6_flags::setup(&a.k6, a.no_system_env, !a.out.is_empty(), &sys_env) {
-        Ok(s) => s,
-        Err(crate::k6_flags::K6Error::Usage(e)) => return exit::usage(&e),
-        Err(crate::k6_flags::K6Error::Config(e)) => {
-            return exit::outcome(&Outcome::ConfigError(e));
-        }
-    };
-    if a.out.is_empty() {
-        a.out = std::mem::take(&mut k6.out);
+    let mut k6 =
+        match crate::k6_flags::setup(&a.k6, a.no_system_env, !a.output.out.is_empty(), &sys_env) {
+            Ok(s) => s,
+            Err(crate::k6_flags::K6Error::Usage(e)) => return exit::usage(&e),
+            Err(crate::k6_flags::K6Error::Config(e)) => {
+                return exit::outcome(&Outcome::ConfigError(e));
+            }
+        };
+    if a.output.out.is_empty() {
+        a.output.out = std::mem::take(&mut k6.out);
     }
-    if a.summary_export.is_none() {
-        a.summary_export = k6.summary_export.take();
+    if a.output.summary_export.is_none() {
+        a.output.summary_export = k6.summary_export.take();
     }
-    a.out.retain(|o| {
+    a.output.out.retain(|o| {
         let cloud = o == "cloud" || o.starts_with("cloud=");
         if cloud {
             k6.notes.push(format!(
@@ -95,7 +103,7 @@ pub fn run(mut a: RunArgs) -> i32 {
     for n in &k6.notes {
         eprintln!("{n}");
     }
-    let (out_json, outputs) = match volley_run::outputs::OutSpec::parse_all(&a.out) {
+    let (out_json, outputs) = match volley_run::outputs::OutSpec::parse_all(&a.output.out) {
         Ok(o) => o,
         Err(e) => return exit::outcome(&Outcome::ConfigError(e)),
     };
@@ -118,9 +126,9 @@ pub fn run(mut a: RunArgs) -> i32 {
     };
     // Every output written after the run must be writable before it starts.
     let after = AfterRun {
-        save: a.save.clone(),
-        summary_export: a.summary_export.clone(),
-        report: a.report.clone(),
+        save: a.output.save.clone(),
+        summary_export: a.output.summary_export.clone(),
+        report: a.output.report.clone(),
         history: a.history.clone(),
         labels: a.labels.clone(),
         quiet: a.quiet,
@@ -176,7 +184,7 @@ pub fn run(mut a: RunArgs) -> i32 {
     signals::install(ctl.clone());
     let show_progress = cli.show_progress;
     if a.capacity.active() {
-        if !a.out.is_empty() || a.dashboard.dashboard.is_some() {
+        if !a.output.out.is_empty() || a.dashboard.dashboard.is_some() {
             return exit::usage(
                 "--out and --dashboard follow one run; not with --find-max-rate or --sweep",
             );
@@ -184,7 +192,7 @@ pub fn run(mut a: RunArgs) -> i32 {
         // A capacity test: the script prepared afresh for each step, scaled to its load.
         let prepare = || {
             volley_js::prepare(
-                &a.script,
+                &script,
                 env.clone(),
                 &cli,
                 a.threads,
@@ -203,7 +211,7 @@ pub fn run(mut a: RunArgs) -> i32 {
         );
     }
     let prepared = volley_js::prepare(
-        &a.script,
+        &script,
         env,
         &cli,
         a.threads,
@@ -241,7 +249,7 @@ pub fn run(mut a: RunArgs) -> i32 {
     }
     crate::fault_flags::print(&fault_lines, a.quiet);
     let env = volley_js::environment(&pairs, k6.system_env);
-    let verified = crate::fault_flags::verify_after(&a.faults, &a.script, env, a.threads, &ctl);
+    let verified = crate::fault_flags::verify_after(&a.faults, &script, env, a.threads, &ctl);
     // A signal while the summary and outputs were written counts too.
     let outcome = after.finish(&fin.result, fin.outcome, ctl.was_interrupted());
     if matches!(outcome, Outcome::Failure(_)) {

@@ -147,23 +147,30 @@ pub fn counter(saved: &serde_json::Value, name: &str) -> f64 {
         .sum()
 }
 
-/// (requests, failed requests) in each second of a saved result, from its per-second points.
+/// (requests, failed requests) in each second of a saved result, from its per-second series
+/// (the series table of docs/result-file.md: `http_req_failed`'s `total` and `trues`).
 pub fn per_second(r: &serde_json::Value) -> Vec<(u64, u64)> {
-    r["series"]["points"]
+    let s = &r["series"];
+    let starts: Vec<u64> = s["t"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| {
-            let failed = p["values"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|v| v["name"] == "http_req_failed");
-            failed.map_or((0, 0), |f| {
-                (f["total"].as_u64().unwrap(), f["trues"].as_u64().unwrap())
-            })
-        })
-        .collect()
+        .map(|t| t.as_u64().unwrap())
+        .collect();
+    let mut out = vec![(0, 0); starts.len()];
+    let failed = s["table"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "http_req_failed");
+    for e in failed {
+        for (j, t) in e["t"].as_array().unwrap().iter().enumerate() {
+            let i = starts.iter().position(|x| Some(*x) == t.as_u64()).unwrap();
+            out[i].0 += e["total"][j].as_u64().unwrap();
+            out[i].1 += e["trues"][j].as_u64().unwrap();
+        }
+    }
+    out
 }
 
 /// Runs `cmd` (stdout and stderr piped) to its end; panics if that takes more than `limit`.

@@ -75,19 +75,23 @@ impl Cluster {
 
     /// An agent (retrying for 20 s unless `extra` says otherwise).
     fn agent(&mut self, name: &str, token: &str, extra: &[&str]) {
+        let a = self.agent_command(name, token, extra).spawn().unwrap();
+        self.agents.push(a);
+    }
+
+    /// The command [`Cluster::agent`] spawns, to change before spawning.
+    fn agent_command(&self, name: &str, token: &str, extra: &[&str]) -> Command {
         let extra: Vec<&str> = if extra.contains(&"--retry-for") {
             extra.to_vec()
         } else {
             [extra, &["--retry-for", "20s"]].concat()
         };
-        let a = volley_logged(&self.dir, name)
-            .arg("agent")
+        let mut c = volley_logged(&self.dir, name);
+        c.arg("agent")
             .args(["--coordinator", &format!("127.0.0.1:{}", self.port)])
             .args(["--token", token, "--name", name, "--threads", "1"])
-            .args(extra)
-            .spawn()
-            .unwrap();
-        self.agents.push(a);
+            .args(extra);
+        c
     }
 
     /// The coordinator's exit status, waiting at most `limit`.
@@ -554,4 +558,92 @@ fn ctrl_c_while_waiting_for_agents_says_the_test_had_not_started() {
         "{err}"
     );
     assert_eq!(t.stats().requests, 0);
+}
+
+/// Throws in init code on an agent whose environment has FAIL_HERE (the coordinator's has not).
+const FAILS_ON_ONE: &str = r#"
+if (__ENV.FAIL_HERE) { throw new Error('no config on this agent'); }
+export const options = { vus: 1, iterations: 1 };
+export default function () {}
+"#;
+
+/// Regression: an agent whose script failed to prepare exited alone; the coordinator waited
+/// for the rest of --start-timeout and then blamed the missing agent.
+#[test]
+fn an_agent_whose_script_fails_to_prepare_ends_the_run_at_once_with_its_error() {
+    let _g = exclusive();
+    let mut c = Cluster::coordinator("failed", FAILS_ON_ONE, "-", 2, &["--start-timeout", "90s"]);
+    let bad = c
+        .agent_command("bad", TOKEN, &[])
+        .env("FAIL_HERE", "1")
+        .spawn()
+        .unwrap();
+    c.agents.push(bad);
+    c.agent("good", TOKEN, &[]);
+    let status = c.wait(Duration::from_secs(30));
+    let err = c.log("coordinator.err");
+    assert_eq!(status.code(), Some(107), "{err}");
+    assert!(err.contains("('bad', segment "), "{err}");
+    assert!(err.contains("no config on this agent"), "{err}");
+    let agents = c.agent_statuses(Duration::from_secs(10));
+    assert_eq!(agents[0].code(), Some(107), "{}", c.agent_logs());
+    assert!(
+        !agents[1].success(),
+        "the other agent is told the run will not start"
+    );
+}
+
+/// A gauge limit (a drift check, judged on the timeline) with abortOnFail: crossed from the
+/// first second, in a test of 40 s.
+const GAUGE_LIMIT: &str = r#"
+import { Gauge } from 'k6/metrics';
+import { sleep } from 'k6';
+const level = new Gauge('level');
+export const options = {
+  vus: 1, duration: '40s',
+  thresholds: { level: [{ threshold: 'max<3', abortOnFail: true }] },
+};
+export default function () { level.add(5); sleep(0.1); }
+"#;
+
+/// Regression: the coordinator judged drift checks only at the end, so abortOnFail on one
+/// never stopped a distributed test.
+#[test]
+fn a_drift_check_with_abort_on_fail_stops_the_agents_during_the_run() {
+    let _g = exclusive();
+    let mut c = Cluster::start("drift", GAUGE_LIMIT, "-", 2, &[]);
+    let status = c.wait(Duration::from_secs(25));
+    let agents = c.agent_statuses(Duration::from_secs(5));
+    assert_eq!(status.code(), Some(99), "{}", c.log("coordinator.err"));
+    assert!(agents.iter().all(|s| s.success()), "{}", c.agent_logs());
+    let r = c.merged();
+    assert_eq!(r["thresholds"][0]["ok"], false);
+    assert_eq!(r["thresholds"][0]["aborted"], true, "{}", r["thresholds"]);
+    let d = r["meta"]["duration_s"].as_f64().unwrap();
+    assert!(d < 15.0, "the agents ran {d}s of 40");
+}
+
+/// `volley run --coordinator ADDR` is `volley agent --coordinator ADDR`.
+#[test]
+fn volley_run_with_coordinator_joins_as_an_agent() {
+    let _g = exclusive();
+    let t = target();
+    let mut c = Cluster::coordinator("run-alias", SHARED, &t.url(), 1, &[]);
+    let a = volley_logged(&c.dir, "agent0")
+        .args(["run", "--coordinator", &format!("127.0.0.1:{}", c.port)])
+        .env("VOLLEY_TOKEN", TOKEN)
+        .spawn()
+        .unwrap();
+    c.agents.push(a);
+    let status = c.wait(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0), "{}", c.log("coordinator.err"));
+    assert!(c.agent_statuses(Duration::from_secs(10))[0].success());
+    assert_eq!(http_reqs(&c.merged()), 300.0);
+    assert_eq!(t.stats().requests, 300);
+    // A script and --coordinator together are refused.
+    let o = common::volley()
+        .args(["run", "x.js", "--coordinator", "127.0.0.1:1"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
 }

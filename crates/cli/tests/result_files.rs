@@ -168,6 +168,10 @@ fn hostile_result_files_get_the_same_clear_error_from_every_reader() {
     let mut r = base.clone();
     r["series"]["bucket_s"] = json!(0);
     cases.push(("bucket", r, "series.bucket_s"));
+    // A series table whose column does not fit its buckets.
+    let mut r = base.clone();
+    r["series"]["table"][0]["t"] = json!([0, 0]);
+    cases.push(("table", r, "series.table[0]"));
 
     for (name, v, what) in &cases {
         let bad = write(&dir, &format!("bad-{name}.json"), v);
@@ -188,4 +192,65 @@ fn oversized_result_files_are_refused_before_being_read() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("256 MiB"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Files of result-file version 1 (point lists, written before the series table) read in
+/// every command, merge with version 2 files, and come out of a merge as version 2.
+#[test]
+fn version_1_files_still_summarise_report_compare_and_merge() {
+    let dir = scratch("v1-results");
+    let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/result_file");
+    let v1 = seeds.join("quick.json");
+    let text = std::fs::read_to_string(&v1).unwrap();
+    assert!(
+        text.contains("\"version\":1"),
+        "the fixture is a version 1 file"
+    );
+    for args in [
+        vec!["summary", v1.to_str().unwrap()],
+        vec!["compare", v1.to_str().unwrap(), v1.to_str().unwrap()],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert!(stdout(&o).contains("http_req"), "{args:?}: {}", stdout(&o));
+    }
+    let html = dir.join("r.html");
+    let o = run(&["report", v1.to_str().unwrap(), "-o", html.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // Merge a version 1 file with itself rewritten as version 2 (forced: same segment).
+    let v2 = dir.join("v2.json");
+    let o = run(&[
+        "merge",
+        v1.to_str().unwrap(),
+        "-o",
+        v2.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let both = dir.join("both.json");
+    let o = run(&[
+        "merge",
+        v1.to_str().unwrap(),
+        v2.to_str().unwrap(),
+        "--force",
+        "-o",
+        both.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(&both).unwrap()).unwrap();
+    assert_eq!(m["version"], 2);
+    assert!(m["series"]["points"].is_null(), "{}", m["series"]);
+    let reqs = m["series"]["table"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "http_reqs")
+        .unwrap();
+    assert_eq!(
+        reqs["sum"],
+        json!([400.0]),
+        "200 requests in the one second, twice"
+    );
+    assert_eq!(counter(&m, "http_reqs"), 400.0);
 }

@@ -71,10 +71,10 @@ impl Pt {
         };
         let mut lat: Option<Stat> = None;
         for v in &p.values {
-            match (&v.stat, v.name.as_str()) {
+            match (&v.stat, v.name()) {
                 (Stat::Counter { sum }, names::HTTP_REQS) => {
                     pt.reqs += sum;
-                    if failed_request(&v.tags) {
+                    if failed_request(v.tags()) {
                         pt.errs += sum;
                     }
                 }
@@ -94,7 +94,7 @@ impl Pt {
                 (Stat::Gauge { last, .. }, n)
                     if n.starts_with("monitor_") && pt.mon.len() < MAX_MONITOR_SERIES =>
                 {
-                    pt.mon.insert(key(n, &v.tags), *last);
+                    pt.mon.insert(key(n, v.tags()), *last);
                 }
                 _ => {}
             }

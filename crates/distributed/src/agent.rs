@@ -55,6 +55,23 @@ pub fn register(ep: &Endpoint, name: &str, retry_for: Duration) -> Result<Assign
     }
 }
 
+/// Tell the coordinator this agent's part cannot run (`error`, and `code`, the exit code the
+/// agent ends with), so it ends the run now rather than at its start timeout. Best effort:
+/// the agent exits with its error either way.
+pub fn report_failure(ep: &Endpoint, agent: usize, error: &str, code: i32) {
+    let msg = proto::Failed {
+        agent,
+        error: error.to_string(),
+        code,
+    };
+    if let Err(e) = ep.post::<Reply>(proto::FAILED, &msg, REQUEST_TIMEOUT) {
+        volley_engine::log::warn(&format!(
+            "could not tell the coordinator at {} about the failure: {e}",
+            ep.addr
+        ));
+    }
+}
+
 /// Reads and writes the script's setup data (the caller's script view).
 pub struct SetupData {
     pub get: Box<dyn Fn() -> Option<String> + Send + Sync>,

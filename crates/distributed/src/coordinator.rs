@@ -96,6 +96,14 @@ pub fn run(
             st.stop = true;
         }
         let Some(started) = st.started else {
+            // An agent that cannot prepare the test: nobody will start it, say why now.
+            if let Some(f) = st.failed.first() {
+                let msg = st.failure(f);
+                let outcome = prepare_failure(f.code, msg);
+                drop(st);
+                linger(&hub);
+                return Err(outcome);
+            }
             if ctl.was_interrupted() {
                 st.fail = Some("the coordinator was interrupted before the start".into());
                 drop(st);
@@ -124,6 +132,14 @@ pub fn run(
         };
         if ctl.status().phase() != RunPhase::Iterations {
             ctl.status().set_phase(RunPhase::Iterations);
+        }
+        // An agent that failed after the start (its setup) is lost now, not at its timeout.
+        for f in std::mem::take(&mut st.failed) {
+            let msg = st.failure(&f);
+            if let Some(a) = st.agents.get_mut(f.agent).filter(|a| a.active()) {
+                a.lost_at = Some(SystemTime::now());
+                volley_engine::log::warn(&msg);
+            }
         }
         // Loss: an agent silent too long (killed, cut off, stuck).
         for a in st.agents.iter_mut().filter(|a| a.active()) {
@@ -164,8 +180,15 @@ pub fn run(
         let elapsed = started.elapsed();
         let totals = live_totals(&st);
         let series = || totals.iter().map(|(k, a)| (k.0.as_str(), &k.1, a));
-        if watch.judge(&cfg.thresholds, elapsed, |th| {
-            th.drift.is_some() || holds_now(th, series(), elapsed)
+        let warmup_s = watch.warmup_s();
+        // Drift checks on the merged timeline (t = 0 at the barrier), as volley run judges
+        // them on its own: slopes after the warm-up, gauge limits at once.
+        let timeline = st.live.series();
+        if watch.judge(&cfg.thresholds, elapsed, |th| match th.drift {
+            Some(_) => {
+                th.check_live_on(series(), timeline, elapsed.as_secs_f64(), warmup_s) != Some(false)
+            }
+            None => holds_now(th, series(), elapsed),
         }) {
             st.stop = true;
             if let Some(m) = watch.message() {
@@ -211,6 +234,19 @@ pub fn run(
     })
 }
 
+/// The coordinator's ending for an agent's `failed` message with exit code `code`: the same
+/// kind of error (and so the same exit code) as the agent's.
+fn prepare_failure(code: i32, msg: String) -> Outcome {
+    use volley_run::outcome::code;
+    match code {
+        code::INVALID_CONFIG => Outcome::ConfigError(msg),
+        code::SETUP_TIMEOUT => Outcome::SetupTimeout(msg),
+        code::INTERRUPTED => Outcome::InterruptedBeforeStart(msg),
+        code::FAILURE => Outcome::Failure(msg),
+        _ => Outcome::ScriptError(msg),
+    }
+}
+
 /// Keep answering a moment so waiting agents hear why the run will not start.
 fn linger(hub: &Hub) {
     let until = Instant::now() + Duration::from_secs(3);
@@ -228,7 +264,9 @@ fn live_totals(st: &State) -> Totals {
         for m in &s.metrics {
             let Ok(agg) = m.to_agg() else { continue };
             match out.entry((m.name.clone(), m.tags.clone())) {
-                std::collections::btree_map::Entry::Occupied(mut e) => e.get_mut().merge(&agg),
+                std::collections::btree_map::Entry::Occupied(mut e) => {
+                    volley_metrics::merge::combine_instance(&m.name, e.get_mut(), &agg)
+                }
                 std::collections::btree_map::Entry::Vacant(e) => {
                     e.insert(agg);
                 }

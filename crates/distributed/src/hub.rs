@@ -5,7 +5,7 @@
 //! happens while it is held.
 
 use crate::live::LiveSeries;
-use crate::proto::{self, Assignment, Final, Ready, Register, Reply, Snapshot};
+use crate::proto::{self, Assignment, Failed, Final, Ready, Register, Reply, Snapshot};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Instant, SystemTime};
 use volley_metrics::Point;
@@ -57,6 +57,21 @@ pub struct State {
     pub live: LiveSeries,
     /// When the last final result came.
     pub last_final: Option<Instant>,
+    /// Agents that said their part cannot run (`failed`), not yet acted on.
+    pub failed: Vec<Failed>,
+}
+
+impl State {
+    /// What to say about an agent's `failed` message.
+    pub fn failure(&self, f: &Failed) -> String {
+        match self.agents.get(f.agent) {
+            Some(a) => format!(
+                "agent {} ('{}', segment {}) failed: {}",
+                a.index, a.name, a.segment, f.error
+            ),
+            None => format!("agent {} failed: {}", f.agent, f.error),
+        }
+    }
 }
 
 pub struct Hub {
@@ -81,6 +96,7 @@ impl Hub {
                 fresh: false,
                 live: LiveSeries::new(volley_metrics::time::unix_ms(SystemTime::now())),
                 last_final: None,
+                failed: Vec::new(),
             }),
         }
     }
@@ -180,6 +196,8 @@ impl Hub {
         {
             st.started = Some(Instant::now());
             st.started_wall = Some(SystemTime::now());
+            st.live
+                .start_at(volley_metrics::time::unix_ms(SystemTime::now()));
         }
         Ok(self.reply(&st))
     }
@@ -225,6 +243,21 @@ impl Hub {
         a.done = Some(f);
         st.last_final = Some(Instant::now());
         Ok(self.reply(st))
+    }
+}
+
+impl Hub {
+    /// An agent cannot run its part. Before the start nobody will: every agent waiting at
+    /// the barrier is told to give up, and the coordinator ends with the agent's error.
+    pub fn failed(&self, f: Failed) -> Result<Reply, Refusal> {
+        let mut st = self.lock();
+        Self::seen(&mut st.agents, f.agent)?;
+        let what = st.failure(&f);
+        if st.started.is_none() {
+            st.fail.get_or_insert(what);
+        }
+        st.failed.push(f);
+        Ok(self.reply(&st))
     }
 }
 

@@ -4,15 +4,21 @@
 //! length, and at the end it is the merged result's series (complete for agents that
 //! finished — their last points come with the final result — and up to the last snapshot for
 //! a lost agent), so the final merge only adds totals.
+//!
+//! Every snapshot brings its own copy of each series' name and tags; points keep the one
+//! interned copy instead, so memory grows by a point's statistics per second (and not at all
+//! once the series is at its cap), not by names and tag maps.
 
 use volley_metrics::merge::absorb_instance;
 use volley_metrics::series::DEFAULT_MAX_POINTS;
-use volley_metrics::{Point, Series};
+use volley_metrics::{Interner, Point, Series};
 
 pub struct LiveSeries {
-    /// Wall-clock second of the series' t = 0 (the coordinator's start: before any agent's).
+    /// Wall-clock second of the series' t = 0: the coordinator's start, then the start
+    /// barrier's ([`LiveSeries::start_at`]), before any agent's.
     base_s: u64,
     series: Series,
+    keys: Interner,
 }
 
 impl LiveSeries {
@@ -20,7 +26,21 @@ impl LiveSeries {
         LiveSeries {
             base_s: base_unix_ms / 1000,
             series: Series::new(DEFAULT_MAX_POINTS),
+            keys: Interner::default(),
         }
+    }
+
+    /// Count t from the test's start (the barrier), so live checks on the timeline (a slope
+    /// after its warm-up) see the run's seconds. Only before any point came.
+    pub fn start_at(&mut self, unix_ms: u64) {
+        if self.series.points.is_empty() {
+            self.base_s = unix_ms / 1000;
+        }
+    }
+
+    /// The merged series so far (t = 0 at the start barrier's second).
+    pub fn series(&self) -> &Series {
+        &self.series
     }
 
     /// Add an agent's point (its `t` counts from `started_unix_ms`).
@@ -28,11 +48,12 @@ impl LiveSeries {
         let shift = (started_unix_ms / 1000).saturating_sub(self.base_s);
         let b = self.series.bucket_s.max(1);
         let t = (p.t + shift) / b * b;
+        let mut q = p.clone();
+        self.keys.point(&mut q);
         let points = &mut self.series.points;
         match points.binary_search_by_key(&t, |x| x.t) {
-            Ok(i) => absorb_instance(&mut points[i], p),
+            Ok(i) => absorb_instance(&mut points[i], &q),
             Err(i) => {
-                let mut q = p.clone();
                 q.t = t;
                 q.w = q.w.max(b);
                 points.insert(i, q);
@@ -63,11 +84,11 @@ mod tests {
         Point {
             t,
             w: 1,
-            values: vec![SeriesValue {
-                name: "http_reqs".into(),
-                tags: Default::default(),
-                stat: Stat::Counter { sum },
-            }],
+            values: vec![SeriesValue::new(
+                "http_reqs",
+                Default::default(),
+                Stat::Counter { sum },
+            )],
         }
     }
 
@@ -86,5 +107,25 @@ mod tests {
             .map(|p| (p.t, p.counter_sum("http_reqs")))
             .collect();
         assert_eq!(got, vec![(0, 1.0), (1, 12.0), (3, 5.0)]);
+    }
+
+    /// Regression: each agent's snapshot carried its own copy of every name and tag map, and
+    /// the live series kept them all (the coordinator's memory grew with the run).
+    #[test]
+    fn points_from_many_snapshots_share_one_key_per_series() {
+        let mut l = LiveSeries::new(0);
+        for t in 0..50 {
+            // A fresh key each time, as a deserialised snapshot has.
+            l.add(0, &point(t, 1.0));
+            l.add(0, &point(t, 2.0));
+        }
+        let first = &l.series().points[0].values[0].key;
+        assert!(l
+            .series()
+            .points
+            .iter()
+            .all(|p| p.values.len() == 1 && std::sync::Arc::ptr_eq(&p.values[0].key, first)));
+        // Two holders per point's value at most: no copies beyond the interned one.
+        assert_eq!(std::sync::Arc::strong_count(first), 50 + 1);
     }
 }

@@ -16,6 +16,7 @@ pub const READY: &str = "/v1/ready";
 pub const SNAPSHOT: &str = "/v1/snapshot";
 pub const TEARDOWN: &str = "/v1/teardown";
 pub const FINAL: &str = "/v1/final";
+pub const FAILED: &str = "/v1/failed";
 
 /// Largest request body the coordinator reads (a final result with its histograms and
 /// series; an archive goes the other way).
@@ -95,6 +96,17 @@ pub struct Final {
     pub teardown_error: Option<String>,
     /// Why the test stopped early on this agent (`exec.test.abort()`).
     pub aborted: Option<String>,
+}
+
+/// Agent → coordinator: its part cannot run (the script failed to prepare: a syntax error,
+/// an exception in init code, bad options). The coordinator ends the run at once with the
+/// error rather than waiting for `--start-timeout`.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Failed {
+    pub agent: usize,
+    pub error: String,
+    /// The exit code the agent ends with (k6's: 107 script error, 104 bad options).
+    pub code: i32,
 }
 
 /// Agent 0's teardown request.

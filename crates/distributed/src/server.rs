@@ -4,7 +4,7 @@
 //! and `teardown` are long-polls held up to [`proto::POLL_HOLD_MS`].
 
 use crate::hub::{Hub, Refusal};
-use crate::proto::{self, AgentId, Final, Ready, Register, Reply, Snapshot};
+use crate::proto::{self, AgentId, Failed, Final, Ready, Register, Reply, Snapshot};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -174,6 +174,10 @@ async fn handle(
         },
         proto::FINAL => match body::<Final>(req).await {
             Ok(f) => hub.finish(f).map(|r| ok(&r)),
+            Err(e) => Err(e),
+        },
+        proto::FAILED => match body::<Failed>(req).await {
+            Ok(f) => hub.failed(f).map(|r| ok(&r)),
             Err(e) => Err(e),
         },
         _ => Err((404, format!("no such endpoint: {path}"))),

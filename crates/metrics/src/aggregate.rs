@@ -7,14 +7,15 @@
 use crate::agg::Agg;
 use crate::recorder::{DescKey, MetricDesc, Snapshot};
 use crate::result::MetricTotal;
-use crate::series::{Point, Series, SeriesValue, Stat};
+use crate::series::{Point, Series, SeriesKey, SeriesValue, Stat};
 use crate::MetricKey;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub struct Aggregator {
-    /// Keyed by the first description seen (name and tags are not copied again).
-    totals: BTreeMap<DescKey, Agg>,
+    /// Keyed by the first description seen (name and tags are not copied again), with the
+    /// series' key every point shares (one copy of the name and tags per series, not per second).
+    totals: BTreeMap<DescKey, (Agg, SeriesKey)>,
     /// Per unfinished interval: only the series some worker recorded into.
     pending: BTreeMap<u64, BTreeMap<DescKey, Agg>>,
     /// Per worker: the next interval it has not reported yet, or None once it is done.
@@ -40,9 +41,11 @@ impl Aggregator {
         let bucket = self.pending.entry(interval).or_default();
         for (desc, agg) in snap.entries {
             match self.totals.get_mut(&desc.key) {
-                Some(t) => t.merge(&agg),
+                Some(t) => t.0.merge(&agg),
                 None => {
-                    self.totals.insert(DescKey(desc.clone()), agg.clone());
+                    let key = Arc::new(desc.key.clone());
+                    self.totals
+                        .insert(DescKey(desc.clone()), (agg.clone(), key));
                 }
             }
             match bucket.get_mut(&desc.key) {
@@ -91,8 +94,11 @@ impl Aggregator {
                 values: values
                     .into_iter()
                     .map(|(d, a)| SeriesValue {
-                        name: d.0.key.name.clone(),
-                        tags: d.0.key.tags.clone(),
+                        // Every pending series has a total (added together).
+                        key: self
+                            .totals
+                            .get(&d)
+                            .map_or_else(|| Arc::new(d.0.key.clone()), |t| t.1.clone()),
                         stat: Stat::from_agg(&a),
                     })
                     .collect(),
@@ -103,11 +109,11 @@ impl Aggregator {
 
     /// Run totals so far.
     pub fn totals(&self) -> impl Iterator<Item = (&MetricDesc, &Agg)> {
-        self.totals.iter().map(|(d, a)| (d.0.as_ref(), a))
+        self.totals.iter().map(|(d, a)| (d.0.as_ref(), &a.0))
     }
 
     pub fn total(&self, key: &MetricKey) -> Option<&Agg> {
-        self.totals.get(key)
+        self.totals.get(key).map(|t| &t.0)
     }
 
     /// Sum of a counter over all its tag sets.
@@ -115,7 +121,7 @@ impl Aggregator {
         self.totals
             .iter()
             .filter(|(d, _)| d.0.key.name == name)
-            .map(|(_, a)| match a {
+            .map(|(_, a)| match &a.0 {
                 Agg::Counter { sum, .. } => *sum,
                 _ => 0.0,
             })
@@ -140,7 +146,7 @@ impl Aggregator {
         let totals = self
             .totals
             .into_iter()
-            .map(|(d, a)| match Arc::try_unwrap(d.0) {
+            .map(|(d, (a, _))| match Arc::try_unwrap(d.0) {
                 // Workers are done: move the name and tags instead of copying them.
                 Ok(desc) => MetricTotal::from_desc(desc, &a),
                 Err(desc) => MetricTotal::from_agg(&desc, &a),

@@ -19,7 +19,10 @@
 //!   overflow series, so memory does not grow with the number of distinct tag values.
 //! - [`recorder`]: per-worker, lock-free recording through pre-resolved handles.
 //! - [`aggregate`]: merges worker snapshots into totals and the per-second series.
-//! - [`series`]: the per-interval time series, coarsened so its size stays bounded.
+//! - [`series`]: the per-interval time series, coarsened so its size stays bounded; values
+//!   share their series' interned name and tags.
+//! - [`series_file`]: the series in the result file: a series table with columns (version 2),
+//!   and version 1's point lists, still read.
 //! - [`result`]: the run result file (serde), reading with validation and size limits (the
 //!   one reader every command uses), writing and exact merging.
 //! - [`events`]: what happened to a run from outside (faults): the result file's timeline.
@@ -28,6 +31,7 @@
 //! - [`capacity`]: a result file's optional section of sweep or search steps.
 //! - [`output`]: the pre-run check that an output file can be written.
 //! - [`names`]: k6's built-in metric names as constants, with their kinds.
+//! - [`json_fmt`]: the layout of written JSON files: indented, arrays of numbers on one line.
 //! - [`fmt`]: every number shown to a human (durations, bytes, counts, ticks), Volley's own
 //!   formats and k6's ([`fmt::k6`]), in one place.
 //! - [`text`]: control characters escaped in names shown on a terminal.
@@ -41,12 +45,14 @@ pub mod fmt;
 pub mod guard;
 pub mod hist;
 pub mod hist_check;
+pub mod json_fmt;
 pub mod merge;
 pub mod names;
 pub mod output;
 pub mod recorder;
 pub mod result;
 pub mod series;
+pub mod series_file;
 pub mod text;
 pub mod time;
 
@@ -56,7 +62,7 @@ pub use events::Event;
 pub use guard::{SeriesGuard, DEFAULT_MAX_SERIES, OVERFLOW_KEEPS, OVERFLOW_TAG};
 pub use recorder::{Handle, MetricDesc, Recorder, SampleSink, Snapshot};
 pub use result::{MergeError, MetricTotal, RunMeta, RunResult, ThresholdResult, TotalValue};
-pub use series::{Point, Series, SeriesValue};
+pub use series::{Interner, Point, Series, SeriesKey, SeriesValue};
 
 use std::collections::BTreeMap;
 

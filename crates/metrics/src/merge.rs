@@ -15,11 +15,12 @@
 use crate::agg::{Agg, Unit};
 use crate::recorder::MetricDesc;
 use crate::result::{MergeError, MetricTotal, RunMeta, RunResult};
-use crate::series::{Point, Series, Stat};
+use crate::series::{Interner, Point, Series, SeriesKey, SeriesValue, Stat};
 use crate::text::escape_control;
 use crate::MetricKey;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// Gauges that belong to one instance each: parallel instances add them.
 const PER_INSTANCE: &[&str] = &["vus", "vus_max"];
@@ -176,6 +177,16 @@ fn add_gauge(a: &mut Agg, b: &Agg) {
     }
 }
 
+/// Fold a parallel instance's total of metric `name` into `x`: per-instance gauges (`vus`,
+/// `vus_max`) add, everything else merges. The coordinator's live totals use it too.
+pub fn combine_instance(name: &str, x: &mut Agg, a: &Agg) {
+    if PER_INSTANCE.contains(&name) {
+        add_gauge(x, a)
+    } else {
+        x.merge(a)
+    }
+}
+
 fn merge_totals<'a>(
     results: impl Iterator<Item = &'a RunResult>,
 ) -> Result<Vec<MetricTotal>, MergeError> {
@@ -191,8 +202,7 @@ fn merge_totals<'a>(
                     a.kind()
                 )))
             }
-            Some((_, x)) if PER_INSTANCE.contains(&m.name.as_str()) => add_gauge(x, &a),
-            Some((_, x)) => x.merge(&a),
+            Some((_, x)) => combine_instance(&m.name, x, &a),
             None => {
                 by_key.insert(m.key(), (m.unit, a));
             }
@@ -214,16 +224,22 @@ fn merge_totals<'a>(
 /// Fold a parallel instance's point into `p` (same interval): stats merge, the per-instance
 /// gauges (`vus`, `vus_max`) add. A coordinator merging live series uses it too.
 pub fn absorb_instance(p: &mut Point, o: &Point) {
+    absorb_keyed(p, o, |k| k.clone())
+}
+
+/// [`absorb_instance`] with `o`'s keys seen through `key` (to the merged series' shared ones).
+fn absorb_keyed(p: &mut Point, o: &Point, mut key: impl FnMut(&SeriesKey) -> SeriesKey) {
     for (i, v) in o.values.iter().enumerate() {
+        let k = key(&v.key);
         // Instances of one test list their series in the same order: look there first (a
         // search per series made merging hour-long files quadratic in the series count).
-        let same = |x: &crate::series::SeriesValue| x.name == v.name && x.tags == v.tags;
+        // Keys compare by pointer first, so shared ones cost no string comparison.
         let at = match p.values.get(i) {
-            Some(x) if same(x) => Some(i),
-            _ => p.values.iter().position(same),
+            Some(x) if x.key == k => Some(i),
+            _ => p.values.iter().position(|x| x.key == k),
         };
         match at.map(|i| &mut p.values[i]) {
-            Some(x) if PER_INSTANCE.contains(&v.name.as_str()) => {
+            Some(x) if PER_INSTANCE.contains(&v.name()) => {
                 if let (
                     Stat::Gauge { last, min, max },
                     Stat::Gauge {
@@ -239,7 +255,10 @@ pub fn absorb_instance(p: &mut Point, o: &Point) {
                 }
             }
             Some(x) => x.stat.merge(&v.stat),
-            None => p.values.push(v.clone()),
+            None => p.values.push(SeriesValue {
+                key: k,
+                stat: v.stat.clone(),
+            }),
         }
     }
     p.w = p.w.max(o.w);
@@ -266,6 +285,9 @@ fn merge_series<'a>(results: impl Iterator<Item = &'a RunResult> + Clone) -> Ser
         out.bucket_s *= 2;
     }
     let mut points: BTreeMap<u64, Point> = BTreeMap::new();
+    // Each file's keys point at one shared key per series, so the merged series holds each
+    // name once and the absorbs above compare pointers.
+    let mut keys = Interner::default();
     for r in results {
         // Copied only when it must be coarsened to the common width.
         let coarse;
@@ -282,13 +304,22 @@ fn merge_series<'a>(results: impl Iterator<Item = &'a RunResult> + Clone) -> Ser
         // The wall-clock second each bucket began in, from the earliest start; kept on the
         // bucket grid when buckets are wider than a second.
         let shift = (r.meta.started_unix_ms / 1000 - first_s) / out.bucket_s * out.bucket_s;
+        // A file's keys are one allocation per series: map each to the shared one once.
+        let mut canon: HashMap<*const MetricKey, SeriesKey> = HashMap::new();
+        let mut key = |k: &SeriesKey| {
+            canon
+                .entry(Arc::as_ptr(k))
+                .or_insert_with(|| keys.key(k))
+                .clone()
+        };
         for p in &s.points {
             let t = p.t + shift;
             match points.get_mut(&t) {
-                Some(x) => absorb_instance(x, p),
+                Some(x) => absorb_keyed(x, p, &mut key),
                 None => {
                     let mut p = p.clone();
                     p.t = t;
+                    p.values.iter_mut().for_each(|v| v.key = key(&v.key));
                     points.insert(t, p);
                 }
             }
@@ -370,7 +401,6 @@ fn merge_options<'a>(all: impl Iterator<Item = &'a Value> + Clone) -> Value {
 mod tests {
     use super::*;
     use crate::agg::MetricKind;
-    use crate::series::SeriesValue;
     use crate::TagSet;
     use serde_json::json;
 
@@ -410,20 +440,16 @@ mod tests {
                 t,
                 w: 1,
                 values: vec![
-                    SeriesValue {
-                        name: "http_reqs".into(),
-                        tags: TagSet::new(),
-                        stat: Stat::Counter { sum: reqs },
-                    },
-                    SeriesValue {
-                        name: "vus".into(),
-                        tags: TagSet::new(),
-                        stat: Stat::Gauge {
+                    SeriesValue::new("http_reqs", TagSet::new(), Stat::Counter { sum: reqs }),
+                    SeriesValue::new(
+                        "vus",
+                        TagSet::new(),
+                        Stat::Gauge {
                             last: vus,
                             min: vus,
                             max: vus,
                         },
-                    },
+                    ),
                 ],
             });
         }

@@ -12,7 +12,10 @@ use std::fmt;
 use std::path::Path;
 
 pub const FORMAT: &str = "volley-result";
-pub const VERSION: u32 = 1;
+/// Version 2 stores the series as a table (`crate::series_file`); version 1 files still read.
+pub const VERSION: u32 = 2;
+/// The oldest version this Volley reads.
+pub const OLDEST_VERSION: u32 = 1;
 
 /// Largest result file Volley reads (256 MiB; docs/result-file.md). Parsing costs a few times
 /// the file's size; files of bounded series stay far below (a 5-minute run of a million
@@ -414,7 +417,7 @@ impl fmt::Display for MergeError {
 
 impl std::error::Error for MergeError {}
 
-/// Write `value` as pretty JSON atomically (temporary file + rename) so a crash never leaves
+/// Write `value` as indented JSON ([`crate::json_fmt`]) atomically (temporary file + rename) so a crash never leaves
 /// half a file. The JSON is streamed to the file: with thousands of series a result is tens
 /// of megabytes, which an in-memory copy would add to the run's peak memory. Result files and
 /// the `volley-ab` file are written with it.
@@ -425,7 +428,7 @@ pub fn write_json(path: &Path, value: &impl Serialize) -> std::io::Result<()> {
     let tmp = std::path::PathBuf::from(tmp);
     let write = || -> std::io::Result<()> {
         let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-        serde_json::to_writer_pretty(&mut w, value).map_err(std::io::Error::other)?;
+        crate::json_fmt::to_writer(&mut w, value).map_err(std::io::Error::other)?;
         w.flush()
     };
     write()
@@ -506,10 +509,10 @@ impl RunResult {
             }
         }
         match env.version.as_ref().and_then(|f| f.as_u64()) {
-            Some(x) if x == VERSION as u64 => {}
+            Some(x) if (OLDEST_VERSION as u64..=VERSION as u64).contains(&x) => {}
             Some(x) => {
                 return Err(format!(
-                "result file version {x} is not supported by this Volley (reads version {VERSION})"
+                "result file version {x} is not supported by this Volley (reads versions {OLDEST_VERSION} to {VERSION})"
             ))
             }
             None => {
@@ -518,8 +521,10 @@ impl RunResult {
                 ))
             }
         }
-        let r: RunResult = serde_json::from_str(text)
+        let mut r: RunResult = serde_json::from_str(text)
             .map_err(|e| format!("invalid result file at {}", located(&e)))?;
+        // Read into the current shape: written again, it is a current file.
+        r.version = VERSION;
         r.validate()
             .map_err(|e| format!("invalid result file: {e}"))?;
         Ok(r)
@@ -599,16 +604,17 @@ impl RunResult {
         for (i, p) in s.points.iter().enumerate() {
             if p.w == 0 || p.w > MAX_BUCKET_S || p.t > u64::MAX / 4 {
                 return Err(format!(
-                    "series.points[{i}]: bad interval t={} w={}",
+                    "series bucket [{i}]: bad interval t={} w={}",
                     p.t, p.w
                 ));
             }
-            for (j, v) in p.values.iter().enumerate() {
+            for v in &p.values {
                 if let crate::series::Stat::Rate { trues, total } = v.stat {
                     if trues > total {
                         return Err(format!(
-                            "series.points[{i}].values[{j}] ({}): trues {trues} exceed total {total}",
-                            escape_control(&v.name)
+                            "series {} at t={}: trues {trues} exceed total {total}",
+                            escape_control(v.name()),
+                            p.t
                         ));
                     }
                 }

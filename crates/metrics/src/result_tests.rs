@@ -289,3 +289,26 @@ fn a_files_trend_samples_are_checked() {
     let e = bad(&|m| m["samples"] = serde_json::json!("x"));
     assert!(e.contains("invalid result file at line"), "{e}");
 }
+
+/// Version 1 files (every value with its name and tags) read into the same series a version 2
+/// file (the series table) holds, and are written back as version 2.
+#[test]
+fn version_1_files_read_and_write_back_as_version_2() {
+    for text in [
+        include_str!("../../../fuzz/seeds/result_file/quick.json"),
+        include_str!("../../../fuzz/seeds/result_file/script.json"),
+    ] {
+        assert!(text.contains("\"version\":1"));
+        let r = RunResult::from_json(text).unwrap();
+        assert_eq!(r.version, VERSION);
+        assert!(r.series.points.iter().any(|p| !p.values.is_empty()));
+        let v2 = serde_json::to_string(&r).unwrap();
+        assert!(
+            v2.contains("\"table\"") && !v2.contains("\"points\""),
+            "{v2}"
+        );
+        let back = RunResult::from_json(&v2).unwrap();
+        assert_eq!(back.series, r.series);
+        assert_eq!(back.metrics, r.metrics);
+    }
+}

@@ -6,27 +6,33 @@
 //! costs the same memory as a one-hour run. Counts, sums, minima and maxima stay exact under
 //! coarsening and merging; bucket percentiles of merged buckets are count-weighted means of
 //! the inputs (run totals, kept as full histograms elsewhere, are always exact).
+//!
+//! A value names its series through a shared [`SeriesKey`]: the name and tags are stored once
+//! per series (interned by whoever builds points: the aggregator, a file's series table, the
+//! coordinator's live series), so a point costs its statistics and a pointer per series. How a
+//! series is written to and read from the result file is [`crate::series_file`].
 
 use crate::agg::{Agg, MetricKind};
-use crate::TagSet;
+use crate::{MetricKey, TagSet};
 use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// A series' name and tags, shared by every point that holds a value of it.
+pub type SeriesKey = Arc<MetricKey>;
 
 /// Default cap: one hour at 1-second resolution.
 pub const DEFAULT_MAX_POINTS: usize = 3600;
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+/// Serialised by [`crate::series_file`] (a series table; older files' point lists still read).
+#[derive(Clone, Debug, PartialEq)]
 pub struct Series {
     /// Width of the base interval in seconds (1).
     pub interval_s: u64,
     /// Current bucket width in seconds (a power-of-two multiple of `interval_s`).
     pub bucket_s: u64,
-    #[serde(default = "default_max")]
     pub max_points: usize,
     pub points: Vec<Point>,
-}
-
-fn default_max() -> usize {
-    DEFAULT_MAX_POINTS
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -39,16 +45,68 @@ pub struct Point {
     pub values: Vec<SeriesValue>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+/// One series' statistics in one point. Alone (a live snapshot's points on the wire) it is
+/// serialised with its name and tags, as version 1 files held it ([`crate::series_file`]).
+#[derive(Clone, Debug, PartialEq)]
 pub struct SeriesValue {
-    pub name: String,
-    #[serde(default, skip_serializing_if = "TagSet::is_empty")]
-    pub tags: TagSet,
-    #[serde(flatten)]
+    pub key: SeriesKey,
     pub stat: Stat,
 }
 
-/// Compact per-interval statistics of one series.
+impl SeriesValue {
+    /// A value with its own (not yet interned) key.
+    pub fn new(name: &str, tags: TagSet, stat: Stat) -> SeriesValue {
+        SeriesValue {
+            key: Arc::new(MetricKey {
+                name: name.to_string(),
+                tags,
+            }),
+            stat,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.key.name
+    }
+
+    pub fn tags(&self) -> &TagSet {
+        &self.key.tags
+    }
+}
+
+/// Gives equal keys one shared allocation, so a long series holds each name and tag set once
+/// (the coordinator's live series gets a fresh copy with every agent's snapshot). Bounded by
+/// the number of series, which the cardinality guard bounds.
+#[derive(Default, Debug)]
+pub struct Interner(HashSet<SeriesKey>);
+
+impl Interner {
+    pub fn key(&mut self, k: &SeriesKey) -> SeriesKey {
+        match self.0.get(k) {
+            Some(x) => x.clone(),
+            None => {
+                self.0.insert(k.clone());
+                k.clone()
+            }
+        }
+    }
+
+    /// Re-point every value of `p` at the shared keys.
+    pub fn point(&mut self, p: &mut Point) {
+        for v in &mut p.values {
+            if let Some(x) = self.0.get(&v.key) {
+                if !Arc::ptr_eq(x, &v.key) {
+                    v.key = x.clone();
+                }
+            } else {
+                self.0.insert(v.key.clone());
+            }
+        }
+    }
+}
+
+/// Compact per-interval statistics of one series. Its serde form (internally tagged by
+/// `kind`) is version 1's and the wire's; version 2 files store columns instead.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Stat {
@@ -189,7 +247,7 @@ impl Point {
     pub fn get(&self, name: &str, tags: &TagSet) -> Option<&Stat> {
         self.values
             .iter()
-            .find(|v| v.name == name && &v.tags == tags)
+            .find(|v| v.key.name == name && &v.key.tags == tags)
             .map(|v| &v.stat)
     }
 
@@ -197,7 +255,7 @@ impl Point {
     pub fn counter_sum(&self, name: &str) -> f64 {
         self.values
             .iter()
-            .filter(|v| v.name == name)
+            .filter(|v| v.key.name == name)
             .map(|v| match v.stat {
                 Stat::Counter { sum } => sum,
                 _ => 0.0,
@@ -208,11 +266,8 @@ impl Point {
     /// Fold `o` into `self`, series by series.
     pub fn absorb(&mut self, o: &Point) {
         for v in &o.values {
-            match self
-                .values
-                .iter_mut()
-                .find(|x| x.name == v.name && x.tags == v.tags)
-            {
+            // Arc's equality tries the pointer first: interned keys compare in one step.
+            match self.values.iter_mut().find(|x| x.key == v.key) {
                 Some(x) => x.stat.merge(&v.stat),
                 None => self.values.push(v.clone()),
             }
@@ -304,11 +359,11 @@ mod tests {
         Point {
             t,
             w: 1,
-            values: vec![SeriesValue {
-                name: "http_reqs".into(),
-                tags: TagSet::new(),
-                stat: Stat::Counter { sum: v },
-            }],
+            values: vec![SeriesValue::new(
+                "http_reqs",
+                TagSet::new(),
+                Stat::Counter { sum: v },
+            )],
         }
     }
 

@@ -157,10 +157,10 @@ fn seconds(r: &RunResult, src: Source) -> Vec<f64> {
         Source::Success => full_points(r)
             .filter_map(|p| {
                 let (mut ok, mut all) = (0.0, 0.0);
-                for v in p.values.iter().filter(|v| v.name == HTTP_REQS) {
+                for v in p.values.iter().filter(|v| v.name() == HTTP_REQS) {
                     if let Stat::Counter { sum } = v.stat {
                         all += sum;
-                        if is_success(&v.tags) == Some(true) {
+                        if is_success(v.tags()) == Some(true) {
                             ok += sum;
                         }
                     }

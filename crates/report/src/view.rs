@@ -205,7 +205,7 @@ pub fn total_figure(r: &RunResult, sel: &Sel, fig: Figure) -> Option<f64> {
 /// The selected series' statistics in one point, merged over matching tag sets.
 pub fn point_stat(p: &Point, sel: &Sel) -> Option<Stat> {
     let mut out: Option<Stat> = None;
-    for v in p.values.iter().filter(|v| sel.matches(&v.name, &v.tags)) {
+    for v in p.values.iter().filter(|v| sel.matches(v.name(), v.tags())) {
         match &mut out {
             Some(s) => s.merge(&v.stat),
             None => out = Some(v.stat.clone()),

@@ -258,6 +258,11 @@ impl AbortWatch {
         true
     }
 
+    /// When a slope starts being judged during the run (see [`Threshold::check_live`]).
+    pub fn warmup_s(&self) -> f64 {
+        self.warmup_s
+    }
+
     /// Per threshold: did it stop the test?
     pub fn aborted(&self) -> &[bool] {
         &self.aborted

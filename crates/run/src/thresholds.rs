@@ -449,13 +449,27 @@ impl Threshold {
         elapsed_s: f64,
         warmup_s: f64,
     ) -> Option<bool> {
+        let totals = agg
+            .totals()
+            .map(|(d, a)| (d.key.name.as_str(), &d.key.tags, a));
+        self.check_live_on(totals, agg.series(), elapsed_s, warmup_s)
+    }
+
+    /// [`Threshold::check_live`] on running totals and a series from elsewhere (a distributed
+    /// run's coordinator merges them from its agents; the series' t = 0 is the run's start).
+    pub fn check_live_on<'a>(
+        &self,
+        totals: impl Iterator<Item = (&'a str, &'a TagSet, &'a Agg)>,
+        series: &volley_metrics::Series,
+        elapsed_s: f64,
+        warmup_s: f64,
+    ) -> Option<bool> {
         use volley_monitor::drift::Aggregate as A;
         let c = self.drift.as_ref()?;
         let bytes = format!("{}_bytes", self.name);
         let mut verdict = None;
-        for (d, a) in agg.totals() {
-            let (name, tags) = (&d.key.name, &d.key.tags);
-            if (*name != self.name && *name != bytes)
+        for (name, tags, a) in totals {
+            if (name != self.name && name != bytes)
                 || !self
                     .tags
                     .iter()
@@ -465,7 +479,7 @@ impl Threshold {
             }
             let observed = match (c.aggregate, a) {
                 (A::Slope, _) => {
-                    volley_monitor::drift::live_slope(agg.series(), name, tags, elapsed_s, warmup_s)
+                    volley_monitor::drift::live_slope(series, name, tags, elapsed_s, warmup_s)
                 }
                 (A::Max, Agg::Gauge { max, n, .. }) if *n > 0 => Some(*max),
                 (A::Min, Agg::Gauge { min, n, .. }) if *n > 0 => Some(*min),

@@ -132,7 +132,8 @@ impl Aggregated for Influx {
             ) {
                 continue;
             }
-            self.batch.push_str(&line(&v.name, &v.tags, &v.stat, ts_ns));
+            self.batch
+                .push_str(&line(v.name(), v.tags(), &v.stat, ts_ns));
         }
     }
 

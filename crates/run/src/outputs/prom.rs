@@ -145,20 +145,20 @@ impl Aggregated for RemoteWrite {
     fn point(&mut self, start_ms: u64, p: &Point) {
         let ts = (start_ms + p.t * 1000) as i64;
         for v in &p.values {
-            let base = format!("volley_{}", sanitize(&v.name, true));
+            let base = format!("volley_{}", sanitize(v.name(), true));
             match &v.stat {
                 Stat::Counter { sum } => {
                     let t = self
                         .totals
-                        .entry((v.name.clone(), v.tags.clone()))
+                        .entry((v.name().to_string(), v.tags().clone()))
                         .or_insert(0.0);
                     *t += sum;
                     let total = *t;
-                    self.push(labels(&format!("{base}_total"), &v.tags, &[]), total, ts);
+                    self.push(labels(&format!("{base}_total"), v.tags(), &[]), total, ts);
                 }
-                Stat::Gauge { last, .. } => self.push(labels(&base, &v.tags, &[]), *last, ts),
+                Stat::Gauge { last, .. } => self.push(labels(&base, v.tags(), &[]), *last, ts),
                 Stat::Rate { trues, total } if *total > 0 => self.push(
-                    labels(&format!("{base}_rate"), &v.tags, &[]),
+                    labels(&format!("{base}_rate"), v.tags(), &[]),
                     *trues as f64 / *total as f64,
                     ts,
                 ),
@@ -181,16 +181,16 @@ impl Aggregated for RemoteWrite {
                         ("max", max),
                         ("mean", mean),
                     ] {
-                        self.push(labels(&base, &v.tags, &[("stat", stat)]), *x, ts);
+                        self.push(labels(&base, v.tags(), &[("stat", stat)]), *x, ts);
                     }
                     let t = self
                         .totals
-                        .entry((format!("{}#count", v.name), v.tags.clone()))
+                        .entry((format!("{}#count", v.name()), v.tags().clone()))
                         .or_insert(0.0);
                     *t += *count as f64;
                     let total = *t;
                     self.push(
-                        labels(&format!("{base}_count_total"), &v.tags, &[]),
+                        labels(&format!("{base}_count_total"), v.tags(), &[]),
                         total,
                         ts,
                     );
@@ -321,13 +321,12 @@ mod tests {
             w: 1,
             values: values
                 .into_iter()
-                .map(|(n, tags, stat)| SeriesValue {
-                    name: n.into(),
-                    tags: tags
+                .map(|(n, tags, stat)| {
+                    let tags = tags
                         .iter()
                         .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .collect(),
-                    stat,
+                        .collect();
+                    SeriesValue::new(n, tags, stat)
                 })
                 .collect(),
         }
