@@ -560,10 +560,12 @@ fn ctrl_c_while_waiting_for_agents_says_the_test_had_not_started() {
     assert_eq!(t.stats().requests, 0);
 }
 
-/// Throws in init code on an agent whose environment has FAIL_HERE (the coordinator's has not).
+/// Throws in init code on the agent of the second segment (the coordinator, which prepares
+/// the whole test without a segment, and the first agent get past it).
 const FAILS_ON_ONE: &str = r#"
-if (__ENV.FAIL_HERE) { throw new Error('no config on this agent'); }
-export const options = { vus: 1, iterations: 1 };
+import exec from 'k6/execution';
+if (exec.instance.executionSegment === '1/2:1') { throw new Error('no config on this agent'); }
+export const options = { vus: 2, iterations: 2 };
 export default function () {}
 "#;
 
@@ -572,25 +574,21 @@ export default function () {}
 #[test]
 fn an_agent_whose_script_fails_to_prepare_ends_the_run_at_once_with_its_error() {
     let _g = exclusive();
-    let mut c = Cluster::coordinator("failed", FAILS_ON_ONE, "-", 2, &["--start-timeout", "90s"]);
-    let bad = c
-        .agent_command("bad", TOKEN, &[])
-        .env("FAIL_HERE", "1")
-        .spawn()
-        .unwrap();
-    c.agents.push(bad);
-    c.agent("good", TOKEN, &[]);
+    let flags = ["--start-timeout", "90s"];
+    let mut c = Cluster::start("failed", FAILS_ON_ONE, "-", 2, &flags);
     let status = c.wait(Duration::from_secs(30));
     let err = c.log("coordinator.err");
     assert_eq!(status.code(), Some(107), "{err}");
-    assert!(err.contains("('bad', segment "), "{err}");
+    assert!(err.contains(", segment 1/2:1) failed: "), "{err}");
     assert!(err.contains("no config on this agent"), "{err}");
-    let agents = c.agent_statuses(Duration::from_secs(10));
-    assert_eq!(agents[0].code(), Some(107), "{}", c.agent_logs());
-    assert!(
-        !agents[1].success(),
-        "the other agent is told the run will not start"
-    );
+    let mut codes: Vec<Option<i32>> = c
+        .agent_statuses(Duration::from_secs(10))
+        .iter()
+        .map(|s| s.code())
+        .collect();
+    codes.sort();
+    // The failing agent ends with its error; the other is told the run will not start.
+    assert_eq!(codes, vec![Some(1), Some(107)], "{}", c.agent_logs());
 }
 
 /// A gauge limit (a drift check, judged on the timeline) with abortOnFail: crossed from the

@@ -284,6 +284,18 @@ impl Gates for LinkGates {
     }
 }
 
+/// A series' running total for a snapshot, without a trend's exact samples: up to 2,048 per
+/// series, re-sent every second, they made the coordinator's parsing cost grow with the run
+/// until each trend outgrew them (bench/RESULTS.md). Live judgements read the histogram
+/// (within 0.05 %); the final result carries the samples.
+fn running_total(d: &volley_metrics::MetricDesc, a: &volley_metrics::Agg) -> MetricTotal {
+    let mut m = MetricTotal::from_agg(d, a);
+    if let volley_metrics::TotalValue::Trend { samples, .. } = &mut m.value {
+        *samples = Vec::new();
+    }
+    m
+}
+
 /// Copies the run's aggregates into the link's pending snapshot once a second.
 struct Feed {
     link: Arc<Link>,
@@ -296,7 +308,7 @@ impl Observer for Feed {
         let metrics: Vec<MetricTotal> = tick
             .agg
             .totals()
-            .map(|(d, a)| MetricTotal::from_agg(d, a))
+            .map(|(d, a)| running_total(d, a))
             .collect();
         // Computed once: the coordinator places every point by this start.
         let started = *self
@@ -311,5 +323,31 @@ impl Observer for Feed {
         p.metrics = metrics;
         p.started_unix_ms = started;
         p.elapsed_s = tick.elapsed.as_secs_f64();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use volley_metrics::{MetricKey, MetricKind, Recorder, TotalValue, Unit};
+
+    /// Regression: every snapshot re-sent each trend's exact samples (up to 2,048 numbers per
+    /// series), so the coordinator's CPU per second grew with the run.
+    #[test]
+    fn snapshot_totals_leave_the_exact_samples_to_the_final_result() {
+        let mut rec = Recorder::new();
+        let h = rec.handle(MetricKey::new("t"), MetricKind::Trend, Unit::Time);
+        (0..100).for_each(|i| rec.add(h, i as f64));
+        let (desc, agg) = rec.snapshot().entries.into_iter().next().unwrap();
+        assert!(matches!(
+            MetricTotal::from_agg(&desc, &agg).value,
+            TotalValue::Trend { ref samples, .. } if samples.len() == 100
+        ));
+        match running_total(&desc, &agg).value {
+            TotalValue::Trend { count, samples, .. } => {
+                assert_eq!((count, samples.len()), (100, 0))
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }
