@@ -192,6 +192,9 @@ mod tests {
         let (totals, series) = agg.finish();
         assert_eq!(series.points.len(), 4);
         assert!(series.points[2].values.is_empty());
+        // Every second's value shares the series' one name and tag set.
+        let k = &series.points[0].values[0].key;
+        assert!(Arc::ptr_eq(k, &series.points[3].values[0].key));
         assert_eq!(totals.len(), 1);
         assert_eq!(
             totals[0].to_agg().unwrap().samples(),
