@@ -71,22 +71,15 @@ fn kind_name(kind: MetricKind) -> &'static str {
     }
 }
 
-/// A stat's values in its kind's column order.
+/// A stat's values in its kind's column order (one row per kind, kept on one line each).
+#[rustfmt::skip]
 fn values(s: &Stat) -> [f64; 8] {
     match *s {
         Stat::Counter { sum } => [sum, 0., 0., 0., 0., 0., 0., 0.],
         Stat::Gauge { last, min, max } => [last, min, max, 0., 0., 0., 0., 0.],
         Stat::Rate { trues, total } => [trues as f64, total as f64, 0., 0., 0., 0., 0., 0.],
-        Stat::Trend {
-            count,
-            min,
-            max,
-            mean,
-            p50,
-            p90,
-            p95,
-            p99,
-        } => [count as f64, min, max, mean, p50, p90, p95, p99],
+        Stat::Trend { count, min, max, mean, p50, p90, p95, p99 } =>
+            [count as f64, min, max, mean, p50, p90, p95, p99],
     }
 }
 
