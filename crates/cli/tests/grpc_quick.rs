@@ -20,7 +20,9 @@ fn addr(t: &volley_testserver::RunningTarget) -> String {
 /// `volley grpc ADDR --plaintext ARGS --json` within a minute: (exit code, summary, stderr).
 fn grpc(addr: &str, args: &[&str]) -> (Option<i32>, serde_json::Value, String) {
     let mut cmd = volley();
-    cmd.args(["grpc", addr, "--plaintext"]).args(args).arg("--json");
+    cmd.args(["grpc", addr, "--plaintext"])
+        .args(args)
+        .arg("--json");
     let o = output_within(&mut cmd, Duration::from_secs(60));
     let j = serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null);
     (o.status.code(), j, stderr(&o))
@@ -79,7 +81,12 @@ fn exact_call_counts_over_multiplexed_connections_and_the_result_file_round_trip
     assert_eq!(json(&o)["statuses"]["OK"], 500);
     let o = run(&["summary", a.to_str().unwrap()]);
     assert!(stdout(&o).contains("[OK] 500 responses"), "{}", stdout(&o));
-    let o = run(&["compare", a.to_str().unwrap(), b.to_str().unwrap(), "--json"]);
+    let o = run(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--json",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let rows = json(&o)["rows"].as_array().unwrap().clone();
     assert!(
@@ -126,7 +133,16 @@ fn calls_past_their_deadline_are_deadline_exceeded_timeouts() {
     let args = with_proto(
         "volley.target.Target/Slow",
         &p,
-        &["-d", r#"{"delayMs":2000}"#, "-n", "6", "-c", "3", "--deadline", "100ms"],
+        &[
+            "-d",
+            r#"{"delayMs":2000}"#,
+            "-n",
+            "6",
+            "-c",
+            "3",
+            "--deadline",
+            "100ms",
+        ],
     );
     let (code, j, err) = grpc(&addr(&t), &args);
     assert_eq!(code, Some(3), "{err}");
@@ -140,7 +156,15 @@ fn reflection_and_protoset_give_the_same_method() {
     let t = target();
     let (code, j, err) = grpc(
         &addr(&t),
-        &["--reflect", "--call", "volley.target.Target.Echo", "-n", "50", "-c", "2"],
+        &[
+            "--reflect",
+            "--call",
+            "volley.target.Target.Echo",
+            "-n",
+            "50",
+            "-c",
+            "2",
+        ],
     );
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(j["statuses"]["OK"], 50, "{j}");
@@ -205,7 +229,11 @@ fn bad_proto_call_and_data_are_usage_errors_that_say_where() {
     assert!(err.contains("unary methods only"), "{err}");
     let (code, _, err) = grpc(
         &addr(&t),
-        &with_proto("volley.target.Target/Echo", &p, &["-d", "{\"text\": \"a\",\n \"nope\": 1}"]),
+        &with_proto(
+            "volley.target.Target/Echo",
+            &p,
+            &["-d", "{\"text\": \"a\",\n \"nope\": 1}"],
+        ),
     );
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("-d: ") && err.contains("line 2"), "{err}");
@@ -290,8 +318,7 @@ fn python_peer(protoset: &std::path::Path) -> Option<Peer> {
     if !ok {
         return None;
     }
-    let server =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/grpc_server.py");
+    let server = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/grpc_server.py");
     let mut child = Command::new("python3")
         .arg(server)
         .arg(protoset)
