@@ -4,10 +4,10 @@
 //! (status distribution, errors by class), the shared after-run chain and the exit code — or
 //! `--vs` rounds. Reference: docs/grpc.md.
 
-use crate::quick_flags::{Chain, LoadFlags, OutputFlags, TlsFlags};
+use crate::quick_flags::{Chain, LiveLine, LoadFlags, OutputFlags, TlsFlags};
 use crate::{exit, signals};
 use clap::Args;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 use volley_engine::quick_grpc::{self, GrpcConfig, GrpcFactory, GrpcSummary};
@@ -148,8 +148,7 @@ pub fn run(a: GrpcArgs) -> i32 {
     exit::outcome(&chain.finish(&result, aborted, summary.errors_total() > 0, o.quiet))
 }
 
-/// One run through the run layer: the result and whether an `abortOnFail` threshold ended it
-/// (or the exit code of a run that could not start, already reported).
+/// One run through the run layer (see [`Chain::execute`]).
 fn execute(
     cfg: &GrpcConfig,
     chain: &Chain,
@@ -157,15 +156,7 @@ fn execute(
     live: bool,
 ) -> Result<(volley_metrics::RunResult, bool), i32> {
     let spec = spec(cfg, chain, live).map_err(|e| exit::fail(&e))?;
-    match volley_run::execute(spec, ctl) {
-        Ok(fin) => {
-            if let Some(m) = &fin.threshold_abort {
-                volley_engine::log::error(m);
-            }
-            Ok((fin.result, fin.threshold_abort.is_some()))
-        }
-        Err(o) => Err(exit::outcome(&o)),
-    }
+    Chain::execute(spec, ctl)
 }
 
 /// gRPC quick mode as the run layer's input: its plan and body factory (one VU per
@@ -188,7 +179,7 @@ fn spec(
         thresholds: chain.thresholds.clone(),
         outputs,
         json_out,
-        observers: vec![Box::new(Line { live })],
+        observers: vec![Box::new(LiveLine { live, text: line })],
         meta: volley_metrics::RunMeta::new(quick_grpc::RUN_KIND, factory.name(), vec![]),
         options: Default::default(),
         late_options: None,
@@ -211,38 +202,18 @@ fn print_summary(s: &GrpcSummary, json: bool, quiet: bool) {
     crate::http_cmd::print_doc(json, quiet, || s.to_json(), |c| s.render_text(c));
 }
 
-/// The live line (terminals only): elapsed, calls, last second's rate, failures.
-struct Line {
-    live: bool,
-}
-
-impl volley_run::Observer for Line {
-    fn tick(&mut self, tick: &Tick<'_>) {
-        if !self.live {
-            return;
-        }
-        let agg = tick.agg;
-        let rate = agg.last_point().map_or(0.0, |p| {
-            p.counter_sum(quick_grpc::GRPC_REQS) / p.w.max(1) as f64
-        });
-        eprint!(
-            "\r\x1b[2K{:>5.0}s  {} calls  {rate:.0} calls/s  errors {}",
-            tick.elapsed.as_secs_f64(),
-            agg.counter_sum(quick_grpc::GRPC_REQS),
-            agg.counter_sum(quick_grpc::GRPC_ERRORS),
-        );
-        let _ = std::io::stderr().flush();
-    }
-
-    fn ended(
-        &mut self,
-        _run: &volley_engine::vus::VuRunResult,
-        _plan: &volley_engine::vus::VuPlan,
-    ) {
-        if self.live {
-            eprint!("\r\x1b[2K");
-        }
-    }
+/// The live line: elapsed, calls, last second's rate, failures without a status.
+fn line(tick: &Tick<'_>) -> String {
+    let agg = tick.agg;
+    let rate = agg.last_point().map_or(0.0, |p| {
+        p.counter_sum(quick_grpc::GRPC_REQS) / p.w.max(1) as f64
+    });
+    format!(
+        "{:>5.0}s  {} calls  {rate:.0} calls/s  errors {}",
+        tick.elapsed.as_secs_f64(),
+        agg.counter_sum(quick_grpc::GRPC_REQS),
+        agg.counter_sum(quick_grpc::GRPC_ERRORS),
+    )
 }
 
 /// Flags → config; errors carry their exit code (usage, or 1 when the server could not be

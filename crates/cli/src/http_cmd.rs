@@ -71,14 +71,10 @@ pub fn run(mut a: HttpArgs) -> i32 {
     };
     // The one run layer: the scheduler, the per-second hook (progress, dashboard, outputs,
     // abortOnFail), the result, k6's verdicts.
-    let fin = match volley_run::execute(spec, &ctl) {
-        Ok(f) => f,
-        Err(o) => return exit::outcome(&o),
+    let (mut result, aborted) = match crate::quick_flags::Chain::execute(spec, &ctl) {
+        Ok(r) => r,
+        Err(code) => return code,
     };
-    if let Some(m) = &fin.threshold_abort {
-        volley_engine::log::error(m);
-    }
-    let mut result = fin.result;
     let fault_lines = armed.finish(&mut result);
     // k6's thresholds were judged by the run layer (the verdicts are saved with the result);
     // then the per-series checks.
@@ -88,12 +84,7 @@ pub fn run(mut a: HttpArgs) -> i32 {
     };
     print_summary(&summary, o.json, o.quiet);
     crate::fault_flags::print(&fault_lines, o.quiet || o.json);
-    let outcome = chain.finish(
-        &result,
-        fin.threshold_abort.is_some(),
-        summary.transport_errors() > 0,
-        o.quiet,
-    );
+    let outcome = chain.finish(&result, aborted, summary.transport_errors() > 0, o.quiet);
     if matches!(outcome, Outcome::Failure(_)) {
         return exit::outcome(&outcome);
     }

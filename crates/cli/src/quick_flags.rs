@@ -203,6 +203,23 @@ pub type RunOutputs = (
 );
 
 impl Chain {
+    /// Run `spec` through the run layer: the result and whether an `abortOnFail` threshold
+    /// ended it (logged), or the exit code of a run that could not start (reported).
+    pub fn execute<F: volley_engine::vus::VuFactory>(
+        spec: volley_run::RunSpec<F>,
+        ctl: &volley_engine::RunControl,
+    ) -> Result<(volley_metrics::RunResult, bool), i32> {
+        match volley_run::execute(spec, ctl) {
+            Ok(fin) => {
+                if let Some(m) = &fin.threshold_abort {
+                    volley_engine::log::error(m);
+                }
+                Ok((fin.result, fin.threshold_abort.is_some()))
+            }
+            Err(o) => Err(exit::outcome(&o)),
+        }
+    }
+
     /// Start the raw outputs; `base`: the request's constant tags, which the series keys
     /// leave out but raw outputs show (as k6's request tags).
     pub fn outputs(&self, base: volley_metrics::TagSet) -> Result<RunOutputs, String> {
@@ -331,5 +348,32 @@ pub fn ab(
         exit::REQUEST_ERRORS
     } else {
         exit::OK
+    }
+}
+
+/// A quick mode's live line on stderr (terminals only): `text` renders it from each tick;
+/// it is cleared at the end.
+pub struct LiveLine {
+    pub live: bool,
+    pub text: fn(&volley_engine::vus::Tick<'_>) -> String,
+}
+
+impl volley_run::Observer for LiveLine {
+    fn tick(&mut self, tick: &volley_engine::vus::Tick<'_>) {
+        if self.live {
+            use std::io::Write;
+            eprint!("\r\x1b[2K{}", (self.text)(tick));
+            let _ = std::io::stderr().flush();
+        }
+    }
+
+    fn ended(
+        &mut self,
+        _run: &volley_engine::vus::VuRunResult,
+        _plan: &volley_engine::vus::VuPlan,
+    ) {
+        if self.live {
+            eprint!("\r\x1b[2K");
+        }
     }
 }

@@ -4,10 +4,10 @@
 //! `--history`, `--out`, `--threshold`, `--monitor`; `--vs` is refused) and the exit code.
 //! Reference: docs/websocket.md.
 
-use crate::quick_flags::{Chain, LoadFlags, OutputFlags, TlsFlags};
+use crate::quick_flags::{Chain, LiveLine, LoadFlags, OutputFlags, TlsFlags};
 use crate::{exit, signals};
 use clap::Args;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::time::Duration;
 use volley_engine::quick_ws::{self, Payload, WsConfig, WsFactory, WsSummary};
 use volley_engine::vus::Tick;
@@ -84,21 +84,16 @@ pub fn run(a: WsArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return exit::fail(&e),
     };
-    let fin = match volley_run::execute(spec, &ctl) {
-        Ok(f) => f,
-        Err(o) => return exit::outcome(&o),
+    let (result, aborted) = match Chain::execute(spec, &ctl) {
+        Ok(r) => r,
+        Err(code) => return code,
     };
-    if let Some(m) = &fin.threshold_abort {
-        volley_engine::log::error(m);
-    }
-    let result = fin.result;
     let summary = match WsSummary::from_result(&result) {
         Ok(s) => s,
         Err(e) => return exit::fail(&format!("cannot summarise the run: {e}")),
     };
     print_summary(&summary, o.json, o.quiet);
     let failed = summary.errors_total() + summary.unanswered > 0;
-    let aborted = fin.threshold_abort.is_some();
     exit::outcome(&chain.finish(&result, aborted, failed, o.quiet))
 }
 
@@ -134,7 +129,7 @@ fn spec(
         thresholds: chain.thresholds.clone(),
         outputs,
         json_out,
-        observers: vec![Box::new(Line { live })],
+        observers: vec![Box::new(LiveLine { live, text: line })],
         meta: volley_metrics::RunMeta::new(quick_ws::RUN_KIND, cfg.url.clone(), vec![]),
         options: Default::default(),
         late_options: None,
@@ -157,39 +152,19 @@ fn print_summary(s: &WsSummary, json: bool, quiet: bool) {
     crate::http_cmd::print_doc(json, quiet, || s.to_json(), |c| s.render_text(c));
 }
 
-/// The live line (terminals only): elapsed, round trips, last second's rate, errors.
-struct Line {
-    live: bool,
-}
-
-impl volley_run::Observer for Line {
-    fn tick(&mut self, tick: &Tick<'_>) {
-        if !self.live {
-            return;
-        }
-        let agg = tick.agg;
-        let rate = agg.last_point().map_or(0.0, |p| {
-            p.counter_sum(volley_metrics::names::WS_MSGS_RECEIVED) / p.w.max(1) as f64
-        });
-        eprint!(
-            "\r\x1b[2K{:>5.0}s  {} sent  {} received  {rate:.0} msg/s  errors {}",
-            tick.elapsed.as_secs_f64(),
-            agg.counter_sum(volley_metrics::names::WS_MSGS_SENT),
-            agg.counter_sum(volley_metrics::names::WS_MSGS_RECEIVED),
-            agg.counter_sum(quick_ws::WS_ERRORS),
-        );
-        let _ = std::io::stderr().flush();
-    }
-
-    fn ended(
-        &mut self,
-        _run: &volley_engine::vus::VuRunResult,
-        _plan: &volley_engine::vus::VuPlan,
-    ) {
-        if self.live {
-            eprint!("\r\x1b[2K");
-        }
-    }
+/// The live line: elapsed, round trips, last second's rate, errors.
+fn line(tick: &Tick<'_>) -> String {
+    let agg = tick.agg;
+    let rate = agg.last_point().map_or(0.0, |p| {
+        p.counter_sum(volley_metrics::names::WS_MSGS_RECEIVED) / p.w.max(1) as f64
+    });
+    format!(
+        "{:>5.0}s  {} sent  {} received  {rate:.0} msg/s  errors {}",
+        tick.elapsed.as_secs_f64(),
+        agg.counter_sum(volley_metrics::names::WS_MSGS_SENT),
+        agg.counter_sum(volley_metrics::names::WS_MSGS_RECEIVED),
+        agg.counter_sum(quick_ws::WS_ERRORS),
+    )
 }
 
 fn config(a: &WsArgs) -> Result<WsConfig, String> {

@@ -19,7 +19,7 @@ use crate::rate::RateSchedule;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use conn::DEADLINE_GRACE;
+pub use crate::quick::DEADLINE_GRACE;
 pub use plan::{plan, GrpcFactory, RUN_KIND};
 pub use summary::GrpcSummary;
 

@@ -21,10 +21,6 @@ use volley_grpc::status;
 use volley_metrics::names;
 use volley_metrics::{Handle, MetricKey, MetricKind, Recorder, Unit};
 
-/// How long calls in flight at the `-z` deadline may still finish (an answer on its way is
-/// counted, so a healthy server's count stays exact); then they are cut.
-pub const DEADLINE_GRACE: Duration = Duration::from_millis(500);
-
 /// Pause after a failed connect before the next try: a refused port must not spin a core.
 const RECONNECT_PAUSE: Duration = Duration::from_millis(100);
 
@@ -119,9 +115,8 @@ impl GrpcBody {
         }
     }
 
-    /// The VU's iteration: run its connection, then wait for it. At the `-z` deadline the run
-    /// stops (no new calls); calls in flight get [`DEADLINE_GRACE`] (after Ctrl-C the
-    /// scheduler's token gives them its grace), then they are cut.
+    /// The VU's iteration: run its connection and callers until they end or are cut
+    /// ([`crate::quick::run_to_cut`]: the `-z` deadline's grace, or Ctrl-C's).
     async fn drive(&self, scenario: usize, stop: &StopToken) -> Outcome {
         let v = &self.v;
         let start = self.scenarios[scenario]
@@ -135,28 +130,8 @@ impl GrpcBody {
         let callers =
             crate::quick::split_budget(cfg.concurrency as u64, cfg.connections.max(1), self.idx)
                 as usize;
-        let work = connection(v.clone(), callers);
-        tokio::pin!(work);
-        if let Some(end) = end {
-            tokio::select! {
-                biased;
-                _ = &mut work => return v.finish(false),
-                _ = stop.stopped() => return v.finish(true),
-                _ = tokio::time::sleep_until(end.into()) => v.ctl.stop(),
-            }
-        }
-        let cut = async {
-            match end {
-                Some(end) => tokio::time::sleep_until((end + DEADLINE_GRACE).into()).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            biased;
-            _ = &mut work => v.finish(false),
-            _ = stop.stopped() => v.finish(true),
-            _ = cut => v.finish(true),
-        }
+        let cut = crate::quick::run_to_cut(connection(v.clone(), callers), end, stop, &v.ctl).await;
+        v.finish(cut)
     }
 }
 

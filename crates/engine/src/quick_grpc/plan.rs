@@ -9,13 +9,12 @@
 use super::conn::GrpcBody;
 use super::{GrpcConfig, METRICS};
 use crate::quick::MonitorPlan;
-use crate::sys;
 use crate::vus::{VuFactory, VuPlan, VuRunResult, WorkerEnv};
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
-use volley_metrics::{RunMeta, RunResult};
+use volley_metrics::RunResult;
 
 /// The run's name in its [`RunMeta`] (and the result file's `meta.mode`).
 pub const RUN_KIND: &str = "grpc";
@@ -124,7 +123,7 @@ pub fn plan(cfg: &GrpcConfig, monitor: &MonitorPlan) -> Result<(VuPlan, Arc<Grpc
         live: AtomicUsize::new(connections),
     });
     // Past -z the body's own grace cuts what is left; the scheduler's limit only backs it.
-    let max = duration.map_or(NO_DEADLINE, |d| d + super::DEADLINE_GRACE);
+    let max = duration.map_or(NO_DEADLINE, |d| d + crate::quick::DEADLINE_GRACE);
     let plan = crate::quick::self_paced_plan("grpc", connections, max, threads, monitor);
     Ok((plan, Arc::new(GrpcFactory { s: shared })))
 }
@@ -175,23 +174,10 @@ impl GrpcFactory {
         format!("{}{}", self.s.cfg.addr, self.s.cfg.path)
     }
 
-    /// The rate denominator: the load's length (to `-z` at most: the grace after it only
-    /// collects answers, it starts nothing).
-    pub fn elapsed(&self, r: &VuRunResult) -> Duration {
-        match self.s.duration {
-            Some(d) => r.elapsed.min(d),
-            None => r.elapsed,
-        }
-    }
-
     /// The run's result (an init failure is an error).
     pub fn result(&self, r: VuRunResult) -> Result<RunResult, String> {
-        if let Some((_, e)) = &r.aborted {
-            return Err(e.clone());
-        }
-        let meta = RunMeta::new(RUN_KIND, self.name(), self.s.cfg.command.clone())
-            .timed(r.started, r.ended, self.elapsed(&r), r.interrupted)
-            .with_peak_rss(sys::peak_rss_bytes());
-        Ok(RunResult::new(meta, self.options(), r.metrics, r.series))
+        let c = &self.s.cfg;
+        let who = (RUN_KIND, self.name(), c.command.clone());
+        crate::quick::self_paced_result(who, self.s.duration, self.options(), r)
     }
 }

@@ -6,7 +6,7 @@ use super::{
     CONNECTIONS_OPENED, DROPPED_REQUESTS, GRPC_CONNECTING, GRPC_ERRORS, GRPC_REQS,
     GRPC_REQ_CORRECTED, INTERRUPTED_REQUESTS, MISSED_STARTS,
 };
-use crate::summary::{latency_of, trend, write_data, write_histogram, write_latency, LatencyMs};
+use crate::summary::{latency_of, trend, write_data, write_latency_section, LatencyMs};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -158,29 +158,15 @@ impl GrpcSummary {
                 "  Open model:    target {rate:.1} calls/s, {} missed starts, {} dropped",
                 self.missed_starts, self.dropped_requests
             );
-            let _ = writeln!(
-                o,
-                "\n{b}Latency{z} (from when each call was due: coordinated omission corrected)"
-            );
-        } else {
-            let _ = writeln!(o, "\n{b}Latency{z}");
         }
-        write_latency(&mut o, &self.latency_ms);
-        if self.target_rate.is_some() {
-            let l = &self.service_latency_ms;
-            let _ = writeln!(
-                o,
-                "  from the actual send: avg {}  p50 {}  p95 {}  p99 {}  max {}",
-                fmt::ms(l.avg),
-                fmt::ms(l.p50),
-                fmt::ms(l.p95),
-                fmt::ms(l.p99),
-                fmt::ms(l.max)
-            );
-        }
-        if let Some(t) = &self.latency {
-            write_histogram(&mut o, t, b, z);
-        }
+        write_latency_section(
+            &mut o,
+            "Latency",
+            self.target_rate.is_some(),
+            (&self.latency_ms, &self.service_latency_ms),
+            self.latency.as_ref(),
+            (b, z),
+        );
         let _ = writeln!(o, "\n{b}Status code distribution{z}");
         for (name, n) in &self.statuses {
             let (c, e) = if name == "OK" { ("", "") } else { (r, z) };
