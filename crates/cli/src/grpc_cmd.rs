@@ -24,7 +24,10 @@ const MAX_CONCURRENCY: u64 = 100_000;
 #[derive(Args, Debug)]
 #[command(
     after_help = "Examples:\n  volley grpc 127.0.0.1:8080 --plaintext --proto examples/grpc/target.proto \\\n      --call volley.target.Target/Echo -d '{\"text\":\"hi\"}' -c 50 -z 10s\n  volley grpc api:443 --reflect --call pkg.Svc/Get -d @req.json -q 2000 --save grpc.json\n  volley grpc 127.0.0.1:8080 --plaintext --reflect --call pkg.Svc/Get --vs 127.0.0.1:8081\n\nExit codes: 0 ok, 1 cannot run, 2 usage (bad proto, --call, -d), 3 call errors (connect,\ntimeout, reset, transport), 99 thresholds crossed, 105 interrupted",
-    mut_arg("vs", |a| a.value_name("ADDR_B").help("A/B mode: run the same load against this second address too, alternating A B, and print one side-by-side table"))
+    mut_arg("vs", |a| a.value_name("ADDR_B").help("A/B mode: run the same load against this second address too, alternating A B, and print one side-by-side table")),
+    mut_arg("rate", |a| a.help("Open model: start R calls/s in total, on schedule however slow the server is")),
+    mut_arg("json", |a| a.help("Print the summary as JSON on stdout (keys: see docs/grpc.md)")),
+    mut_arg("thresholds", |a| a.help("Exit with code 99 unless METRIC passes CHECK: k6's grammar (grpc_req_duration:p(95)<300, 'grpc_reqs{status:OK}:count>0', grpc_req_failed:rate<0.01) or a drift/limit check (monitor_rss_bytes:slope<5MB/h) (repeatable)"))
 )]
 pub struct GrpcArgs {
     /// The server, host:port
@@ -77,7 +80,7 @@ pub struct GrpcArgs {
     pub plaintext: bool,
     #[command(flatten)]
     pub tls: TlsFlags,
-    /// :authority (and TLS server name) instead of ADDR's host
+    /// The :authority header instead of ADDR
     #[arg(long, value_name = "HOST")]
     pub authority: Option<String>,
     #[command(flatten)]

@@ -19,7 +19,10 @@ const MAX_MESSAGE: u64 = 16 << 20;
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  volley ws ws://127.0.0.1:8080/ws/echo -c 100 -z 10s\n  volley ws wss://host/socket --message '{\"op\":\"ping\"}' -q 5000 -c 200\n  volley ws ws://host/ws --message @frame.bin --binary -n 100000 --save ws.json\n\nExit codes: 0 ok, 1 cannot run, 2 usage, 3 connect/close errors or lost echoes, 99 thresholds crossed, 105 interrupted"
+    after_help = "Examples:\n  volley ws ws://127.0.0.1:8080/ws/echo -c 100 -z 10s\n  volley ws wss://host/socket --message '{\"op\":\"ping\"}' -q 5000 -c 200\n  volley ws ws://host/ws --message @frame.bin --binary -n 100000 --save ws.json\n\nExit codes: 0 ok, 1 cannot run, 2 usage, 3 connect/close errors or lost echoes, 99 thresholds crossed, 105 interrupted",
+    mut_arg("rate", |a| a.help("Open model: send R messages/s in total over all connections, on schedule whatever the server does (default: closed model, one message in flight per connection)")),
+    mut_arg("json", |a| a.help("Print the summary as JSON on stdout (keys: docs/websocket.md)")),
+    mut_arg("thresholds", |a| a.help("Exit with code 99 unless METRIC passes CHECK: k6's grammar (ws_rtt:p(95)<50, ws_msgs_unanswered:count==0, 'ws_errors{error:timeout}:count<1') or a drift/limit check (monitor_rss_bytes:slope<5MB/h) (repeatable)"))
 )]
 pub struct WsArgs {
     /// ws:// or wss:// URL of an echo endpoint
