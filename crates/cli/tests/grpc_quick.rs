@@ -1,7 +1,7 @@
 //! `volley grpc` end to end against `volley target`'s gRPC service (volley.target.Target,
 //! examples/grpc/target.proto): exact call counts, the status distribution, deadlines,
 //! descriptors by reflection and from a protoset, bad input (proto, --call, -d), the result
-//! file through `volley summary`/`compare`, A/B with --vs, the open model, a refused port;
+//! file through `volley summary`/`compare`, A/B with --vs, the open model, a refused port, TLS;
 //! and one run against the independent Python grpcio server (skipped when grpcio is absent).
 
 mod common;
@@ -292,6 +292,47 @@ fn a_refused_port_is_a_connect_error_that_ends_a_counted_run() {
     assert_eq!(code, Some(3), "{err}");
     assert_eq!(j["errors"]["connect"], 3, "{j}");
     assert_eq!(j["statuses"]["UNAVAILABLE"], 3, "{j}");
+}
+
+#[test]
+fn tls_needs_a_trusted_certificate_unless_insecure() {
+    let _serial = exclusive();
+    let ck =
+        rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
+    let t = target_with(
+        Some(volley_testserver::TlsIdentity {
+            cert_chain_pem: ck.cert.pem().into_bytes(),
+            key_pem: ck.signing_key.serialize_pem().into_bytes(),
+        }),
+        None,
+    );
+    let p = proto().display().to_string();
+    let tls = |extra: &[&str]| {
+        let mut cmd = volley();
+        cmd.args(["grpc", &addr(&t), "--json"])
+            .args(with_proto(
+                "volley.target.Target/Echo",
+                &p,
+                &["-n", "20", "-c", "2"],
+            ))
+            .args(extra);
+        let o = output_within(&mut cmd, Duration::from_secs(60));
+        let j = serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null);
+        (o.status.code(), j, stderr(&o))
+    };
+    // TLS is the default (ALPN h2); a self-signed certificate fails every connect.
+    let (code, j, err) = tls(&[]);
+    assert_eq!(code, Some(3), "{err}");
+    assert_eq!(j["errors"]["connect"], 20, "{j}");
+    let (code, j, err) = tls(&["--insecure"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(j["statuses"]["OK"], 20, "{j}");
+    let ca = scratch("grpc-tls").join("ca.pem");
+    std::fs::write(&ca, ck.cert.pem()).unwrap();
+    let (code, j, err) = tls(&["--cacert", ca.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(j["statuses"]["OK"], 20, "{j}");
+    t.shutdown();
 }
 
 /// The Python grpcio server (tests/peers/grpc_server.py) on loopback, or None (skip).
