@@ -223,11 +223,9 @@ fn line(tick: &Tick<'_>) -> String {
 /// asked by reflection).
 fn config(a: &GrpcArgs) -> Result<GrpcConfig, (i32, String)> {
     let usage = |e: String| (exit::USAGE, e);
-    if a.addr.contains("://") || !a.addr.contains(':') {
-        return Err(usage(format!(
-            "'{}' is not an address: give host:port, e.g. 127.0.0.1:8080 (add --plaintext for h2c)",
-            a.addr
-        )));
+    check_addr(&a.addr).map_err(usage)?;
+    if let Some(b) = &a.outputs.vs {
+        check_addr(b).map_err(|e| usage(format!("--vs: {e}")))?;
     }
     a.tls.check().map_err(usage)?;
     let headers = crate::http_cmd::parse_headers(&a.headers).map_err(usage)?;
@@ -327,6 +325,17 @@ fn descriptors(
     }
     paths.dedup();
     volley_grpc::proto::load(&paths, &files).map_err(|e| usage(e.to_string()))
+}
+
+/// `host:port`, not a URL.
+fn check_addr(addr: &str) -> Result<(), String> {
+    if addr.contains("://") || !addr.contains(':') {
+        return Err(format!(
+            "'{addr}' is not an address: give host:port, e.g. 127.0.0.1:8080 (add --plaintext \
+             for h2c)"
+        ));
+    }
+    Ok(())
 }
 
 fn read_data(path: &str) -> Result<String, String> {

@@ -237,6 +237,20 @@ fn bad_proto_call_and_data_are_usage_errors_that_say_where() {
     );
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("-d: ") && err.contains("line 2"), "{err}");
+    // Addresses are host:port, not URLs (--vs's too), refused before anything is dialled.
+    let (code, _, err) = grpc(
+        &addr(&t),
+        &with_proto(
+            "volley.target.Target/Echo",
+            &p,
+            &["--vs", "http://127.0.0.1:1"],
+        ),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--vs: 'http://127.0.0.1:1' is not an address"),
+        "{err}"
+    );
     std::fs::remove_dir_all(dir).ok();
 }
 
