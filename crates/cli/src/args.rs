@@ -57,6 +57,8 @@ pub enum Command {
     K8s(crate::k8s_cmd::K8sArgs),
     /// Load a WebSocket echo endpoint: connections × messages, round-trip latency
     Ws(Box<crate::ws_cmd::WsArgs>),
+    /// Load a gRPC method with unary calls (like ghz): status distribution, latency, A/B
+    Grpc(Box<crate::grpc_cmd::GrpcArgs>),
 }
 
 #[derive(Args, Debug)]
@@ -68,9 +70,8 @@ pub struct HttpArgs {
     #[arg(short = 'c', long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=65_535))]
     pub connections: u64,
 
-    /// How long to run, e.g. 10s, 1m30s, 500ms (default 10s unless -n is given)
-    #[arg(short = 'z', long, value_parser = volley_engine::parse_duration)]
-    pub duration: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub load: crate::quick_flags::LoadFlags,
 
     /// Total requests to send (stops at whichever of -z/-n comes first)
     #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..))]
@@ -104,56 +105,16 @@ pub struct HttpArgs {
     #[arg(long)]
     pub no_keepalive: bool,
 
-    /// Skip TLS certificate verification
-    #[arg(long)]
-    pub insecure: bool,
+    #[command(flatten)]
+    pub tls: crate::quick_flags::TlsFlags,
 
-    /// Trust the PEM certificate(s) in FILE in addition to the built-in roots
-    #[arg(long, value_name = "FILE")]
-    pub cacert: Option<PathBuf>,
-
-    /// Worker threads (default: one per available core)
-    #[arg(long, default_value_t = 0)]
-    pub threads: usize,
-
-    /// Print the summary as JSON on stdout (keys: see docs/quick-mode.md)
-    #[arg(long)]
-    pub json: bool,
-
-    /// Save the run result file (see docs/result-file.md)
-    #[arg(long, value_name = "FILE")]
-    pub save: Option<PathBuf>,
-
-    /// Write a self-contained HTML report of the run to FILE at the end (see docs/report.md)
-    #[arg(long, value_name = "FILE", conflicts_with = "vs")]
-    pub report: Option<PathBuf>,
-
-    /// Write k6's end-of-test summary export JSON to FILE (k6's --summary-export shape)
-    #[arg(long, value_name = "FILE", conflicts_with = "vs")]
-    pub summary_export: Option<PathBuf>,
-
-    /// Stream the run to an output (repeatable), as `volley run`: json=FILE (k6's NDJSON of
-    /// every sample), csv=FILE, influxdb=URL, prometheus=URL (remote write), junit=FILE
-    #[arg(
-        short = 'o',
-        long = "out",
-        value_name = "KIND=WHERE",
-        conflicts_with = "vs"
-    )]
-    pub out: Vec<String>,
+    #[command(flatten)]
+    pub outputs: crate::quick_flags::OutputFlags,
 
     /// HTTP/1.1 pipelining: requests per connection written back to back in one write (with
     /// -q/--rate-stages: the requests due by then, up to N)
     #[arg(short = 'p', long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub pipeline: u64,
-
-    /// Open model: send R requests/s in total, on schedule however slow the server is
-    #[arg(short = 'q', long, value_name = "R")]
-    pub rate: Option<f64>,
-
-    /// Open model with linear ramps, e.g. 100:10s,2000:30s,0:10s (starts from -q, default 0)
-    #[arg(long, value_name = "RATE:DUR,...")]
-    pub rate_stages: Option<String>,
 
     /// Open model: connections may grow up to this many when all are busy (default: 10 × -c,
     /// at least 100; at most 65,535)
@@ -167,41 +128,6 @@ pub struct HttpArgs {
     /// HTTP/2: concurrent streams per connection
     #[arg(long, default_value_t = 1, requires = "http2", value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub h2_streams: u64,
-
-    /// A/B mode: run the same load against this second URL too, alternating A B, and print
-    /// one side-by-side table
-    #[arg(long, value_name = "URL_B")]
-    pub vs: Option<String>,
-
-    /// A/B mode: rounds per side (≥ 2 to judge noise)
-    #[arg(long, default_value_t = 3, requires = "vs", value_parser = clap::value_parser!(u64).range(1..=100))]
-    pub rounds: u64,
-
-    /// Watch the target on the run's timeline: pid:N, tree:N, cmd:NAME, cgroup:/path or
-    /// url:http://host:port/metrics[#name,...]; NAME=SPEC names it (repeatable; docs/monitor.md)
-    #[arg(long = "monitor", value_name = "SPEC", conflicts_with = "vs")]
-    pub monitor: Vec<String>,
-
-    /// How often --monitor samples (whole seconds)
-    #[arg(long, default_value = "1s", value_parser = volley_engine::parse_duration)]
-    pub monitor_interval: std::time::Duration,
-
-    /// Exit with code 99 unless METRIC passes CHECK: k6's grammar (http_req_duration:p(95)<300,
-    /// 'http_req_duration{status:200}:avg<100', http_req_failed:rate<0.01) or a drift/limit
-    /// check (monitor_rss_bytes:slope<5MB/h, http_req_duration:drift(p95)<10%) (repeatable)
-    #[arg(long = "threshold", value_name = "METRIC:CHECK")]
-    pub thresholds: Vec<String>,
-
-    /// Append this run to a history: an SQLite file or directory (.volley/history.db when
-    /// given without a value) or a postgres:// URL (see docs/history.md)
-    #[arg(long, value_name = "DIR_OR_URL", num_args = 0..=1, default_missing_value = "", conflicts_with = "vs")]
-    pub history: Option<String>,
-    /// Label the stored run, e.g. main or nightly (repeatable; with --history)
-    #[arg(long = "label", value_name = "NAME", requires = "history")]
-    pub labels: Vec<String>,
-    /// No progress line and no text summary (errors still go to stderr)
-    #[arg(long)]
-    pub quiet: bool,
     #[command(flatten)]
     pub dashboard: DashboardArgs,
     #[command(flatten)]

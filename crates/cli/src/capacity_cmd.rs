@@ -109,14 +109,14 @@ pub fn run(
 ) -> i32 {
     let c = &a.capacity;
     let one_run = [
-        ("--vs", a.vs.is_some()),
-        ("--out", !a.out.is_empty()),
-        ("--threshold", !a.thresholds.is_empty()),
-        ("--rate-stages", a.rate_stages.is_some()),
+        ("--vs", a.outputs.vs.is_some()),
+        ("--out", !a.outputs.out.is_empty()),
+        ("--threshold", !a.outputs.thresholds.is_empty()),
+        ("--rate-stages", a.load.rate_stages.is_some()),
         ("--dashboard", a.dashboard.dashboard.is_some()),
         (
             "-q/--rate",
-            a.rate.is_some() && c.sweep.as_deref().is_none_or(|s| s.starts_with("rate")),
+            a.load.rate.is_some() && c.sweep.as_deref().is_none_or(|s| s.starts_with("rate")),
         ),
     ];
     if let Some((flag, _)) = one_run.iter().find(|(_, given)| *given) {
@@ -132,11 +132,11 @@ pub fn run(
         Plan::Sweep(sw, _) => (sw.variable.clone(), c.step_duration),
         Plan::Search { .. } => ("rate".to_string(), c.probe_duration),
     };
-    let quiet = a.quiet || a.json;
+    let quiet = a.outputs.quiet || a.outputs.json;
     let windows = (c.warmup, measure);
     let mut probe = probe::QuickProbe::new(cfg, &variable, monitor, ctl, windows, quiet);
     let done = plan.drive(&mut probe, |_| Ok(100.0));
-    finish(done, after, (a.json, a.quiet))
+    finish(done, after, (a.outputs.json, a.outputs.quiet))
 }
 
 /// `volley run`: the sweep or the search over the script's scenarios; `prepare` makes a

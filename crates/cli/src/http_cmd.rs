@@ -7,8 +7,7 @@ use crate::{exit, signals};
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 use volley_engine::{run_quick, Progress, QuickConfig, QuickSummary, RateSchedule, RunControl};
-use volley_http::{Body, Target, TlsOptions};
-use volley_run::outputs::OutSpec;
+use volley_http::{Body, Target};
 use volley_run::Outcome;
 
 /// Default load length when neither -z nor -n is given (as wrk).
@@ -22,68 +21,32 @@ const MAX_CONNECTIONS: usize = 65_535;
 const MAX_H2_IN_FLIGHT: u64 = 1_000_000;
 
 pub fn run(mut a: HttpArgs) -> i32 {
-    let mut armed = match crate::fault_flags::arm(&a.faults, a.quiet || a.json, false) {
+    let o = &a.outputs;
+    let mut armed = match crate::fault_flags::arm(&a.faults, o.quiet || o.json, false) {
         Ok(f) => f,
         Err(code) => return code,
     };
     a.url = armed.expand(&a.url);
+    let o = &a.outputs;
     let cfg = match config(&a) {
         Ok(c) => c,
         Err(e) => return exit::usage(&e),
     };
-    if let Err(e) = crate::history_cmd::check_labels(&a.labels) {
-        return exit::usage(&e);
-    }
-    // Drift and monitor checks keep their per-series judge; the rest is k6's grammar.
-    let (checks, k6_flags): (Vec<String>, Vec<String>) = a
-        .thresholds
-        .iter()
-        .cloned()
-        .partition(|t| volley_run::checks::is_check_flag(t));
-    let (monitor, checks) =
-        match crate::monitor_cmd::http_setup(&a.monitor, a.monitor_interval, &checks) {
-            Ok(m) => m,
-            Err(code) => return code,
-        };
-    let ths = match volley_run::checks::quick_thresholds(&k6_flags) {
-        Ok(t) => t,
-        Err(e) => return exit::usage(&e),
-    };
-    let (json_path, outs) = match OutSpec::parse_all(&a.out) {
-        Ok(o) => o,
-        Err(e) => return exit::usage(&e),
-    };
-    // The shared after-run chain; every target it and --out write is checked before the run.
-    let after = volley_run::after::AfterRun {
-        save: a.save.clone(),
-        summary_export: a.summary_export.clone(),
-        report: a.report.clone(),
-        history: a.history.clone(),
-        labels: a.labels.clone(),
-        quiet: a.quiet || a.json,
-    };
     let mut files: Vec<(&str, &std::path::Path)> = Vec::new();
-    if let Some(p) = &json_path {
-        files.push(("--out", p));
-    }
     if let Some(p) = &a.dashboard.dashboard_export {
         files.push(("--dashboard-export", p));
     }
-    for o in &outs {
-        if let OutSpec::Csv(p) | OutSpec::Junit(p) = o {
-            files.push(("--out", p));
-        }
-    }
-    if let Err(e) = after.preflight(&files) {
-        return exit::fail(&e);
-    }
+    let chain = match o.prepare(&volley_run::checks::HTTP_QUICK, &files) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let ctl = RunControl::new();
     signals::install(ctl.clone());
-    let live = !a.quiet && std::io::stderr().is_terminal();
+    let live = !o.quiet && std::io::stderr().is_terminal();
     if a.capacity.active() {
-        return crate::capacity_cmd::run(&a, cfg, &monitor, &ctl, after);
+        return crate::capacity_cmd::run(&a, cfg, &chain.monitor, &ctl, chain.after);
     }
-    if let Some(b) = &a.vs {
+    if let Some(b) = &o.vs {
         if !a.faults.faults.is_empty() {
             return exit::usage(
                 "--fault does not apply to --vs rounds: inject faults in a plain run",
@@ -98,7 +61,7 @@ pub fn run(mut a: HttpArgs) -> i32 {
         Ok(o) => o,
         Err(code) => return code,
     };
-    let spec = match spec(&cfg, &monitor, ths, json_path.as_deref(), &outs, live) {
+    let spec = match spec(&cfg, &chain, live) {
         Ok(mut s) => {
             s.observers.extend(observers);
             armed.attach(&mut s);
@@ -108,14 +71,10 @@ pub fn run(mut a: HttpArgs) -> i32 {
     };
     // The one run layer: the scheduler, the per-second hook (progress, dashboard, outputs,
     // abortOnFail), the result, k6's verdicts.
-    let fin = match volley_run::execute(spec, &ctl) {
-        Ok(f) => f,
-        Err(o) => return exit::outcome(&o),
+    let (mut result, aborted) = match crate::quick_flags::Chain::execute(spec, &ctl) {
+        Ok(r) => r,
+        Err(code) => return code,
     };
-    if let Some(m) = &fin.threshold_abort {
-        volley_engine::log::error(m);
-    }
-    let mut result = fin.result;
     let fault_lines = armed.finish(&mut result);
     // k6's thresholds were judged by the run layer (the verdicts are saved with the result);
     // then the per-series checks.
@@ -123,31 +82,13 @@ pub fn run(mut a: HttpArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return exit::fail(&format!("cannot summarise the run: {e}")),
     };
-    print_summary(&summary, a.json, a.quiet);
-    crate::fault_flags::print(&fault_lines, a.quiet || a.json);
-    volley_run::checks::print_verdicts(&result, a.quiet);
-    let crossed = [
-        volley_run::execute::thresholds_message(&result),
-        volley_run::checks::judge_checks(&result, &checks, a.quiet),
-    ];
-    let crossed: Vec<String> = crossed.into_iter().flatten().collect();
-    let outcome = match Outcome::of_run(
-        None,
-        None,
-        (!crossed.is_empty()).then(|| crossed.join("; ")),
-        result.meta.interrupted,
-        summary.transport_errors() > 0,
-    ) {
-        Outcome::ThresholdsFailed(m) if fin.threshold_abort.is_some() => {
-            Outcome::ThresholdsAborted(m)
-        }
-        o => o,
-    };
-    let outcome = after.finish(&result, outcome, false);
+    print_summary(&summary, o.json, o.quiet);
+    crate::fault_flags::print(&fault_lines, o.quiet || o.json);
+    let outcome = chain.finish(&result, aborted, summary.transport_errors() > 0, o.quiet);
     if matches!(outcome, Outcome::Failure(_)) {
         return exit::outcome(&outcome);
     }
-    if crate::dashboard_cmd::after_run(&result, &a.dashboard, a.quiet, exit::OK) != exit::OK {
+    if crate::dashboard_cmd::after_run(&result, &a.dashboard, o.quiet, exit::OK) != exit::OK {
         return exit::FAILURE;
     }
     exit::outcome(&outcome)
@@ -157,13 +98,10 @@ pub fn run(mut a: HttpArgs) -> i32 {
 /// k6's thresholds, the outputs, the progress line, and its own result shape.
 fn spec(
     cfg: &QuickConfig,
-    monitor: &volley_engine::MonitorPlan,
-    ths: Vec<volley_run::thresholds::Threshold>,
-    json_path: Option<&std::path::Path>,
-    outs: &[OutSpec],
+    chain: &crate::quick_flags::Chain,
     live: bool,
 ) -> Result<volley_run::RunSpec<volley_engine::quick::QuickFactory>, String> {
-    let (plan, factory) = volley_engine::quick::plan(cfg, monitor)?;
+    let (plan, factory) = volley_engine::quick::plan(cfg, &chain.monitor)?;
     // Raw outputs show k6's request tags; quick mode's series keys leave out the constant ones.
     let base: volley_metrics::TagSet = [
         ("method", cfg.method.clone()),
@@ -173,24 +111,12 @@ fn spec(
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect();
-    let json_out = match json_path {
-        Some(p) => {
-            let mut out = volley_run::out_json::JsonOut::create(p)?;
-            out.set_thresholds(&ths);
-            out.set_base_tags(base.clone());
-            Some(std::sync::Arc::new(out))
-        }
-        None => None,
-    };
-    let outputs = volley_run::outputs::Outputs::start(outs)?;
-    if let Some(csv) = &outputs.csv {
-        csv.set_base_tags(base);
-    }
+    let (json_out, outputs) = chain.outputs(base)?;
     let shaper = factory.clone();
     Ok(volley_run::RunSpec {
         plan,
         factory: factory.clone(),
-        thresholds: ths,
+        thresholds: chain.thresholds.clone(),
         outputs,
         json_out,
         observers: vec![Box::new(volley_run::progress::QuickLine::new(
@@ -236,68 +162,28 @@ pub(crate) fn print_doc(
 fn ab(a: &HttpArgs, cfg_a: QuickConfig, url_b: &str, ctl: &RunControl, live: bool) -> i32 {
     let mut cfg_b = cfg_a.clone();
     cfg_b.url = url_b.to_string();
-    let (mut ra, mut rb) = (Vec::new(), Vec::new());
-    'rounds: for round in 1..=a.rounds {
-        for (side, cfg, out) in [("A", &cfg_a, &mut ra), ("B", &cfg_b, &mut rb)] {
-            if ctl.is_stopped() {
-                break 'rounds;
-            }
-            if !a.quiet {
-                eprintln!("round {round}/{}: {side} = {}", a.rounds, cfg.url);
-            }
-            match run_quick(cfg, ctl, |p| {
+    let cfgs = [cfg_a, cfg_b];
+    let names = [cfgs[0].url.as_str(), cfgs[1].url.as_str()];
+    crate::quick_flags::ab(
+        &a.outputs,
+        names,
+        ctl,
+        |i| {
+            let r = run_quick(&cfgs[i], ctl, |p| {
                 if live {
                     progress_line(p);
                 }
-            }) {
-                Ok(r) => out.push(r),
-                Err(e) => return exit::fail(&e),
-            }
+            });
             if live {
                 eprint!("\r\x1b[2K");
             }
-        }
-    }
-    let n = ra.len().min(rb.len());
-    if n == 0 {
-        return exit::fail("interrupted before a full A/B round completed");
-    }
-    ra.truncate(n);
-    rb.truncate(n);
-    let summaries = |runs: &[volley_metrics::RunResult]| {
-        runs.iter()
-            .map(QuickSummary::from_result)
-            .collect::<Result<Vec<_>, _>>()
-    };
-    let (sa, sb) = match (summaries(&ra), summaries(&rb)) {
-        (Ok(sa), Ok(sb)) => (sa, sb),
-        (Err(e), _) | (_, Err(e)) => return exit::fail(&e),
-    };
-    let report = volley_report::AbReport::new(&ra, &rb);
-    if a.json {
-        let rounds = |s: &[QuickSummary]| s.iter().map(QuickSummary::to_json).collect();
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&report.to_json(rounds(&sa), rounds(&sb)))
-                .unwrap_or_default()
-        );
-    } else if !a.quiet {
-        exit::print(&report.render_text());
-    }
-    let errors = sa.iter().chain(&sb).any(|s| s.transport_errors() > 0);
-    if let Some(path) = &a.save {
-        let file = volley_report::AbFile::new(ra, rb, report.rows);
-        if let Err(e) = file.write(path) {
-            return exit::fail(&format!("cannot save to {}: {e}", path.display()));
-        }
-    }
-    if ctl.was_interrupted() {
-        exit::INTERRUPTED
-    } else if errors {
-        exit::REQUEST_ERRORS
-    } else {
-        exit::OK
-    }
+            r.map_err(|e| exit::fail(&e))
+        },
+        |r| {
+            let s = QuickSummary::from_result(r)?;
+            Ok((s.to_json(), s.transport_errors() > 0))
+        },
+    )
 }
 
 fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
@@ -331,18 +217,7 @@ fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
         None if !matches!(body, Body::Empty) => "POST".to_string(),
         None => "GET".to_string(),
     };
-    if let Some(p) = &a.cacert {
-        if p.is_dir() {
-            return Err(format!(
-                "--cacert {}: is a directory; give a PEM file of certificates",
-                p.display()
-            ));
-        }
-        if !p.is_file() {
-            return Err(format!("--cacert {}: no such file", p.display()));
-        }
-    }
-    let rate = parse_rate(a.rate, a.rate_stages.as_deref(), "requests")?;
+    a.tls.check()?;
     if a.pipeline > 1 && a.http2 {
         return Err("--pipeline is for HTTP/1.1; with --http2 use --h2-streams".into());
     }
@@ -358,7 +233,7 @@ fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
             a.h2_streams
         ));
     }
-    let duration = load_length(a.duration, a.requests, rate.as_ref())?;
+    let (duration, rate) = crate::quick_flags::pacing(&a.load, a.requests, "requests")?;
     Ok(QuickConfig {
         url: a.url.clone(),
         method,
@@ -370,11 +245,8 @@ fn config(a: &HttpArgs) -> Result<QuickConfig, String> {
         timeout: a.timeout,
         connect_timeout: a.connect_timeout,
         keepalive: !a.no_keepalive,
-        tls: TlsOptions {
-            insecure: a.insecure,
-            cacert: a.cacert.clone(),
-        },
-        threads: a.threads,
+        tls: a.tls.options(),
+        threads: a.load.threads,
         pipeline: a.pipeline as usize,
         http2: a.http2,
         h2_streams: a.h2_streams as usize,

@@ -19,6 +19,7 @@ mod demo;
 mod demo_service_cmd;
 mod exit;
 mod fault_flags;
+mod grpc_cmd;
 mod history_cmd;
 mod http_cmd;
 mod k6_flags;
@@ -26,6 +27,7 @@ mod k8s_cmd;
 mod merge_cmd;
 mod monitor_cmd;
 mod output_flags;
+mod quick_flags;
 mod report_cmd;
 mod run_cmd;
 mod signals;
@@ -86,6 +88,7 @@ fn main() {
         args::Command::Bench(a) => bench_cmd::run(*a),
         args::Command::K8s(a) => k8s_cmd::run(a),
         args::Command::Ws(a) => ws_cmd::run(*a),
+        args::Command::Grpc(a) => grpc_cmd::run(*a),
     };
     std::process::exit(code);
 }
@@ -152,6 +155,9 @@ fn summary_cmd(a: args::SummaryArgs) -> i32 {
     }
     if r.meta.mode == volley_engine::quick_ws::RUN_KIND {
         return ws_cmd::summary(&r, a.json);
+    }
+    if r.meta.mode == volley_engine::quick_grpc::RUN_KIND {
+        return grpc_cmd::summary(&r, a.json);
     }
     if r.meta.mode != "http" {
         return exit::fail(&format!(

@@ -100,17 +100,17 @@ pub fn run(a: MonitorArgs) -> i32 {
     exit::outcome(&outcome)
 }
 
-/// Validate `--monitor`/`--threshold` of `volley http` up front; returns the plan, the
+/// Validate a quick mode's `--monitor`/`--threshold` up front (`quick`: the metrics it records); returns the plan, the
 /// thresholds, or the exit code of a bad flag.
-pub fn http_setup(
+pub fn setup_for(
     monitor: &[String],
     interval: Duration,
     thresholds: &[String],
+    quick: &[&str],
 ) -> Result<(MonitorPlan, Vec<volley_run::checks::MonitorCheck>), i32> {
     let t = volley_run::checks::parse_checks(thresholds).map_err(|e| exit::usage(&e))?;
     // A metric the run never records would fail as "no data" (99) after the whole run: say so
     // up front, as a bad flag (k6 refuses thresholds on unknown metrics before running, too).
-    let quick = volley_engine::quick::METRICS;
     for th in &t {
         let m = th.metric.as_str();
         let watched = m.starts_with("monitor_") && !monitor.is_empty();

@@ -1,24 +1,28 @@
 //! `volley ws URL`: WebSocket quick mode. Flags → [`WsConfig`], the run layer
-//! ([`volley_run::execute`]) with a live line, the summary, the shared after-run chain
-//! (`--save`, `--summary-export`, `--report`, `--history`) and the exit code. Reference:
-//! docs/websocket.md.
+//! ([`volley_run::execute`]) with a live line, the summary, the quick modes' shared flags and
+//! after-run chain ([`crate::quick_flags`]: `--save`, `--summary-export`, `--report`,
+//! `--history`, `--out`, `--threshold`, `--monitor`; `--vs` is refused) and the exit code.
+//! Reference: docs/websocket.md.
 
+use crate::quick_flags::{Chain, LiveLine, LoadFlags, OutputFlags, TlsFlags};
 use crate::{exit, signals};
 use clap::Args;
-use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::io::IsTerminal;
 use std::time::Duration;
 use volley_engine::quick_ws::{self, Payload, WsConfig, WsFactory, WsSummary};
 use volley_engine::vus::Tick;
 use volley_engine::RunControl;
-use volley_run::Outcome;
+use volley_run::checks::ModeMetrics;
 
 /// Largest `--message @FILE` / `--size`: every message is built from it in memory.
 const MAX_MESSAGE: u64 = 16 << 20;
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  volley ws ws://127.0.0.1:8080/ws/echo -c 100 -z 10s\n  volley ws wss://host/socket --message '{\"op\":\"ping\"}' -q 5000 -c 200\n  volley ws ws://host/ws --message @frame.bin --binary -n 100000 --save ws.json\n\nExit codes: 0 ok, 1 cannot run, 2 usage, 3 connect/close errors or lost echoes, 105 interrupted"
+    after_help = "Examples:\n  volley ws ws://127.0.0.1:8080/ws/echo -c 100 -z 10s\n  volley ws wss://host/socket --message '{\"op\":\"ping\"}' -q 5000 -c 200\n  volley ws ws://host/ws --message @frame.bin --binary -n 100000 --save ws.json\n\nExit codes: 0 ok, 1 cannot run, 2 usage, 3 connect/close errors or lost echoes, 99 thresholds crossed, 105 interrupted",
+    mut_arg("rate", |a| a.help("Open model: send R messages/s in total over all connections, on schedule whatever the server does (default: closed model, one message in flight per connection)")),
+    mut_arg("json", |a| a.help("Print the summary as JSON on stdout (keys: docs/websocket.md)")),
+    mut_arg("thresholds", |a| a.help("Exit with code 99 unless METRIC passes CHECK: k6's grammar (ws_rtt:p(95)<50, ws_msgs_unanswered:count==0, 'ws_errors{error:timeout}:count<1') or a drift/limit check (monitor_rss_bytes:slope<5MB/h) (repeatable)"))
 )]
 pub struct WsArgs {
     /// ws:// or wss:// URL of an echo endpoint
@@ -26,9 +30,8 @@ pub struct WsArgs {
     /// Concurrent connections (at most 65,535; never more than -n)
     #[arg(short = 'c', long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=65_535))]
     pub connections: u64,
-    /// How long to send, e.g. 10s, 1m (default 10s unless -n is given)
-    #[arg(short = 'z', long, value_parser = volley_engine::parse_duration)]
-    pub duration: Option<Duration>,
+    #[command(flatten)]
+    pub load: LoadFlags,
     /// Messages to send in total (stops at whichever of -z/-n comes first)
     #[arg(short = 'n', long = "messages", value_parser = clap::value_parser!(u64).range(1..))]
     pub messages: Option<u64>,
@@ -42,13 +45,6 @@ pub struct WsArgs {
     /// Send binary frames instead of text
     #[arg(long)]
     pub binary: bool,
-    /// Open model: R messages/s in total over all connections, on schedule whatever the
-    /// server does (default: closed model, one message in flight per connection)
-    #[arg(short = 'q', long, value_name = "R")]
-    pub rate: Option<f64>,
-    /// Open model with linear ramps, e.g. 100:10s,2000:30s (starts from -q, default 0)
-    #[arg(long, value_name = "RATE:DUR,...")]
-    pub rate_stages: Option<String>,
     /// Offer a subprotocol (Sec-WebSocket-Protocol; repeatable)
     #[arg(long = "subprotocol", value_name = "NAME")]
     pub subprotocols: Vec<String>,
@@ -61,94 +57,87 @@ pub struct WsArgs {
     /// TCP connect + TLS + upgrade timeout
     #[arg(long, default_value = "10s", value_parser = volley_engine::parse_duration)]
     pub connect_timeout: Duration,
-    /// Skip TLS certificate verification (wss://)
-    #[arg(long)]
-    pub insecure: bool,
-    /// Trust the PEM certificate(s) in FILE in addition to the built-in roots
-    #[arg(long, value_name = "FILE")]
-    pub cacert: Option<PathBuf>,
-    /// Worker threads (default: one per available core)
-    #[arg(long, default_value_t = 0)]
-    pub threads: usize,
-    /// Print the summary as JSON on stdout (keys: docs/websocket.md)
-    #[arg(long)]
-    pub json: bool,
-    /// Save the run result file (volley summary / report / compare read it)
-    #[arg(long, value_name = "FILE")]
-    pub save: Option<PathBuf>,
-    /// Write a self-contained HTML report of the run to FILE
-    #[arg(long, value_name = "FILE")]
-    pub report: Option<PathBuf>,
-    /// Write k6's end-of-test summary export JSON to FILE
-    #[arg(long, value_name = "FILE")]
-    pub summary_export: Option<PathBuf>,
-    /// Append this run to a history (as `volley http --history`)
-    #[arg(long, value_name = "DIR_OR_URL", num_args = 0..=1, default_missing_value = "")]
-    pub history: Option<String>,
-    /// Label the stored run (repeatable; with --history)
-    #[arg(long = "label", value_name = "NAME", requires = "history")]
-    pub labels: Vec<String>,
-    /// No progress line and no text summary (errors still go to stderr)
-    #[arg(long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub tls: TlsFlags,
+    #[command(flatten)]
+    pub outputs: OutputFlags,
 }
 
 pub fn run(a: WsArgs) -> i32 {
+    let o = &a.outputs;
     let cfg = match config(&a) {
         Ok(c) => c,
         Err(e) => return exit::usage(&e),
     };
-    if let Err(e) = crate::history_cmd::check_labels(&a.labels) {
-        return exit::usage(&e);
+    if o.vs.is_some() {
+        // The A/B table's figures (status codes, success rate) are HTTP's and gRPC's.
+        return exit::usage(
+            "--vs is not supported by volley ws yet\n  hint: --save a run against each \
+             endpoint and compare them with `volley compare A.json B.json`",
+        );
     }
-    let after = volley_run::after::AfterRun {
-        save: a.save.clone(),
-        summary_export: a.summary_export.clone(),
-        report: a.report.clone(),
-        history: a.history.clone(),
-        labels: a.labels.clone(),
-        quiet: a.quiet || a.json,
+    let chain = match o.prepare(&WS_METRICS, &[]) {
+        Ok(c) => c,
+        Err(code) => return code,
     };
-    if let Err(e) = after.preflight(&[]) {
-        return exit::fail(&e);
-    }
     let ctl = RunControl::new();
     signals::install(ctl.clone());
-    let live = !a.quiet && !a.json && std::io::stderr().is_terminal();
-    let (plan, factory) = match quick_ws::plan(&cfg, &Default::default()) {
-        Ok(p) => p,
+    let live = !o.quiet && !o.json && std::io::stderr().is_terminal();
+    let spec = match spec(&cfg, &chain, live) {
+        Ok(s) => s,
         Err(e) => return exit::fail(&e),
     };
-    let outputs = match volley_run::outputs::Outputs::start(&[]) {
-        Ok(o) => o,
-        Err(e) => return exit::fail(&e),
+    let (result, aborted) = match Chain::execute(spec, &ctl) {
+        Ok(r) => r,
+        Err(code) => return code,
     };
-    let shaper = factory.clone();
-    let spec = volley_run::RunSpec {
-        plan,
-        factory,
-        thresholds: Vec::new(),
-        outputs,
-        json_out: None,
-        observers: vec![Box::new(Line { live })],
-        meta: volley_metrics::RunMeta::new(quick_ws::RUN_KIND, cfg.url.clone(), vec![]),
-        options: Default::default(),
-        late_options: None,
-        result_of: Some(Box::new(move |r| WsFactory::result(&shaper, r))),
-    };
-    let fin = match volley_run::execute(spec, &ctl) {
-        Ok(f) => f,
-        Err(o) => return exit::outcome(&o),
-    };
-    let result = fin.result;
     let summary = match WsSummary::from_result(&result) {
         Ok(s) => s,
         Err(e) => return exit::fail(&format!("cannot summarise the run: {e}")),
     };
-    print_summary(&summary, a.json, a.quiet);
+    print_summary(&summary, o.json, o.quiet);
     let failed = summary.errors_total() + summary.unanswered > 0;
-    let outcome = Outcome::of_run(None, None, None, result.meta.interrupted, failed);
-    exit::outcome(&after.finish(&result, outcome, false))
+    exit::outcome(&chain.finish(&result, aborted, failed, o.quiet))
+}
+
+/// What `--threshold` may name in a WebSocket run, and the one tagged metric.
+const WS_METRICS: ModeMetrics = ModeMetrics {
+    names: quick_ws::METRICS,
+    tagged: (quick_ws::WS_ERRORS, "error"),
+    kind: metric_kind,
+};
+
+fn metric_kind(name: &str) -> volley_metrics::MetricKind {
+    use volley_metrics::MetricKind;
+    match name {
+        quick_ws::WS_RTT | quick_ws::WS_RTT_CORRECTED => MetricKind::Trend,
+        n => volley_metrics::names::builtin_kind(n).unwrap_or(MetricKind::Counter),
+    }
+}
+
+/// WebSocket quick mode as the run layer's input, with the output flags' thresholds,
+/// outputs and monitor.
+fn spec(
+    cfg: &WsConfig,
+    chain: &Chain,
+    live: bool,
+) -> Result<volley_run::RunSpec<WsFactory>, String> {
+    let (plan, factory) = quick_ws::plan(cfg, &chain.monitor)?;
+    let base: volley_metrics::TagSet = [("url".to_string(), cfg.url.clone())].into_iter().collect();
+    let (json_out, outputs) = chain.outputs(base)?;
+    let shaper = factory.clone();
+    Ok(volley_run::RunSpec {
+        plan,
+        factory,
+        thresholds: chain.thresholds.clone(),
+        outputs,
+        json_out,
+        observers: vec![Box::new(LiveLine { live, text: line })],
+        meta: volley_metrics::RunMeta::new(quick_ws::RUN_KIND, cfg.url.clone(), vec![]),
+        options: Default::default(),
+        late_options: None,
+        result_of: Some(Box::new(move |r| WsFactory::result(&shaper, r))),
+    })
 }
 
 /// `volley summary FILE` of a `volley ws` result.
@@ -166,39 +155,19 @@ fn print_summary(s: &WsSummary, json: bool, quiet: bool) {
     crate::http_cmd::print_doc(json, quiet, || s.to_json(), |c| s.render_text(c));
 }
 
-/// The live line (terminals only): elapsed, round trips, last second's rate, errors.
-struct Line {
-    live: bool,
-}
-
-impl volley_run::Observer for Line {
-    fn tick(&mut self, tick: &Tick<'_>) {
-        if !self.live {
-            return;
-        }
-        let agg = tick.agg;
-        let rate = agg.last_point().map_or(0.0, |p| {
-            p.counter_sum(volley_metrics::names::WS_MSGS_RECEIVED) / p.w.max(1) as f64
-        });
-        eprint!(
-            "\r\x1b[2K{:>5.0}s  {} sent  {} received  {rate:.0} msg/s  errors {}",
-            tick.elapsed.as_secs_f64(),
-            agg.counter_sum(volley_metrics::names::WS_MSGS_SENT),
-            agg.counter_sum(volley_metrics::names::WS_MSGS_RECEIVED),
-            agg.counter_sum(quick_ws::WS_ERRORS),
-        );
-        let _ = std::io::stderr().flush();
-    }
-
-    fn ended(
-        &mut self,
-        _run: &volley_engine::vus::VuRunResult,
-        _plan: &volley_engine::vus::VuPlan,
-    ) {
-        if self.live {
-            eprint!("\r\x1b[2K");
-        }
-    }
+/// The live line: elapsed, round trips, last second's rate, errors.
+fn line(tick: &Tick<'_>) -> String {
+    let agg = tick.agg;
+    let rate = agg.last_point().map_or(0.0, |p| {
+        p.counter_sum(volley_metrics::names::WS_MSGS_RECEIVED) / p.w.max(1) as f64
+    });
+    format!(
+        "{:>5.0}s  {} sent  {} received  {rate:.0} msg/s  errors {}",
+        tick.elapsed.as_secs_f64(),
+        agg.counter_sum(volley_metrics::names::WS_MSGS_SENT),
+        agg.counter_sum(volley_metrics::names::WS_MSGS_RECEIVED),
+        agg.counter_sum(quick_ws::WS_ERRORS),
+    )
 }
 
 fn config(a: &WsArgs) -> Result<WsConfig, String> {
@@ -230,13 +199,8 @@ fn config(a: &WsArgs) -> Result<WsConfig, String> {
             None => Payload::Fixed(m.clone().into_bytes()),
         },
     };
-    let rate = crate::http_cmd::parse_rate(a.rate, a.rate_stages.as_deref(), "messages")?;
-    if let Some(p) = &a.cacert {
-        if !p.is_file() {
-            return Err(format!("--cacert {}: no such file", p.display()));
-        }
-    }
-    let duration = crate::http_cmd::load_length(a.duration, a.messages, rate.as_ref())?;
+    a.tls.check()?;
+    let (duration, rate) = crate::quick_flags::pacing(&a.load, a.messages, "messages")?;
     Ok(WsConfig {
         url: a.url.clone(),
         headers,
@@ -249,9 +213,9 @@ fn config(a: &WsArgs) -> Result<WsConfig, String> {
         rate,
         connect_timeout: a.connect_timeout,
         timeout: a.timeout,
-        insecure: a.insecure,
-        cacert: a.cacert.clone(),
-        threads: a.threads,
+        insecure: a.tls.insecure,
+        cacert: a.tls.cacert.clone(),
+        threads: a.load.threads,
         command: std::env::args().collect(),
     })
 }

@@ -10,6 +10,7 @@
 //!   connection whose one iteration drives it (closed or open model, pipelining, HTTP/2);
 //!   [`quick::plan`] gives a run layer the plan and the body factory.
 //! - [`quick_ws`]: WebSocket quick mode (`volley ws`): the same shape for echo round trips.
+//! - [`quick_grpc`]: gRPC quick mode (`volley grpc`): unary calls multiplexed on HTTP/2.
 //! - [`summary`]: the quick-mode summary (terminal text and `--json`) computed from a
 //!   [`volley_metrics::RunResult`] alone, so `volley summary run.json` prints the same thing.
 //! - [`sys`]: process facts (peak RSS).
@@ -20,6 +21,7 @@ pub mod duration;
 pub mod executor;
 pub mod log;
 pub mod quick;
+pub mod quick_grpc;
 pub mod quick_ws;
 pub mod rate;
 pub mod segment;

@@ -139,8 +139,10 @@ pub const HTTP_REQ_CORRECTED: &str = "http_req_corrected";
 mod conn;
 mod plan;
 mod worker;
+pub(crate) use plan::self_paced_result;
 pub(crate) use plan::{load_end, self_paced_plan, split as split_budget, worker_threads};
 pub use plan::{plan, QuickFactory, RUN_KIND};
+pub(crate) use worker::run_to_cut;
 pub use worker::{QuickBody, DEADLINE_GRACE};
 
 #[cfg(test)]

@@ -291,6 +291,43 @@ pub(crate) fn write_latency(o: &mut String, l: &LatencyMs) {
     );
 }
 
+/// A quick summary's latency section: the heading (in the open model, latency from each
+/// request's due time, then the service time from the actual send as one line), the
+/// percentiles and the histogram of `shown`.
+pub(crate) fn write_latency_section(
+    o: &mut String,
+    title: &str,
+    open: bool,
+    (shown, service): (&LatencyMs, &LatencyMs),
+    hist: Option<&TrendAgg>,
+    (b, z): (&str, &str),
+) {
+    if open {
+        let _ = writeln!(
+            o,
+            "\n{b}{title}{z} (from when each was due: coordinated omission corrected)"
+        );
+    } else {
+        let _ = writeln!(o, "\n{b}{title}{z}");
+    }
+    write_latency(o, shown);
+    if open {
+        let l = service;
+        let _ = writeln!(
+            o,
+            "  from the actual send: avg {}  p50 {}  p95 {}  p99 {}  max {}",
+            fmt::ms(l.avg),
+            fmt::ms(l.p50),
+            fmt::ms(l.p95),
+            fmt::ms(l.p99),
+            fmt::ms(l.max)
+        );
+    }
+    if let Some(t) = hist {
+        write_histogram(o, t, b, z);
+    }
+}
+
 /// The latency histogram section (nothing when `t` is empty); `b`/`z`: bold on/off.
 pub(crate) fn write_histogram(o: &mut String, t: &TrendAgg, b: &str, z: &str) {
     if t.count == 0 {

@@ -15,12 +15,16 @@
 //!   server's answers from a pool, and building a pool from a server's answers.
 //! - `call` (feature `client`): connecting (h2c or TLS with ALPN `h2`, over volley-http's
 //!   counted transport), unary calls and client/server/bidi streams on raw `h2` streams.
+//! - `quick` (feature `client`): what `volley grpc` resolves once before its run (method,
+//!   request bytes, metadata, reflection).
 
 #[cfg(feature = "client")]
 pub mod call;
 pub mod frame;
 pub mod json;
 pub mod proto;
+#[cfg(feature = "client")]
+pub mod quick;
 pub mod reflect;
 pub mod status;
 

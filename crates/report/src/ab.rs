@@ -1,4 +1,4 @@
-//! The A/B comparison of `volley http URL_A --vs URL_B`: the same load against two targets,
+//! The A/B comparison of `volley http URL_A --vs URL_B` (and `volley grpc`'s): the same load against two targets,
 //! alternating A B A B so drift on a shared machine hits both sides alike, then one table with
 //! medians per side, the ratio B/A and whether the gap is larger than the noise.
 //!
@@ -86,12 +86,39 @@ const FIGURES: [(&str, Source, bool); 8] = [
     ("success rate", Source::Success, true),
 ];
 
+/// A gRPC quick run (`volley grpc`) records the same figures under its own names.
+fn is_grpc(r: &RunResult) -> bool {
+    r.meta.mode == "grpc"
+}
+
+/// The request counter of a round (by status).
+fn reqs_metric(r: &RunResult) -> &'static str {
+    if is_grpc(r) {
+        "grpc_reqs"
+    } else {
+        HTTP_REQS
+    }
+}
+
+/// The metric a figure names, in the round's own names.
+fn named(r: &RunResult, name: &'static str) -> &'static str {
+    if name == HTTP_REQS {
+        reqs_metric(r)
+    } else {
+        name
+    }
+}
+
 /// The latency metric of a round: corrected when it recorded anything.
 fn latency_metric(r: &RunResult) -> &'static str {
-    let corrected = view::total(r, &exact(HTTP_REQ_CORRECTED));
-    match corrected {
-        Some((Agg::Trend(t), _)) if t.count > 0 => HTTP_REQ_CORRECTED,
-        _ => HTTP_REQ_DURATION,
+    let (corrected, service) = if is_grpc(r) {
+        ("grpc_req_corrected", "grpc_req_duration")
+    } else {
+        (HTTP_REQ_CORRECTED, HTTP_REQ_DURATION)
+    };
+    match view::total(r, &exact(corrected)) {
+        Some((Agg::Trend(t), _)) if t.count > 0 => corrected,
+        _ => service,
     }
 }
 
@@ -99,8 +126,13 @@ fn exact(name: &str) -> Sel {
     Sel::exact(name, &TagSet::new())
 }
 
+/// Success: HTTP status 200..=399, or gRPC status OK.
 fn is_success(tags: &TagSet) -> Option<bool> {
-    let code = tags.get("status")?.parse::<u16>().ok();
+    let status = tags.get("status")?;
+    if status == "OK" {
+        return Some(true);
+    }
+    let code = status.parse::<u16>().ok();
     Some(code.is_some_and(|c| (200..400).contains(&c)))
 }
 
@@ -108,7 +140,7 @@ fn is_success(tags: &TagSet) -> Option<bool> {
 fn total(r: &RunResult, src: Source) -> f64 {
     let v = match src {
         Source::View(name, fig, scale) => {
-            view::total_figure(r, &Sel::all(name), fig).map(|v| v / scale)
+            view::total_figure(r, &Sel::all(named(r, name)), fig).map(|v| v / scale)
         }
         Source::Latency(fig) => view::total_figure(r, &exact(latency_metric(r)), fig),
         Source::Fastest => match view::total(r, &exact(latency_metric(r))) {
@@ -117,7 +149,7 @@ fn total(r: &RunResult, src: Source) -> f64 {
         },
         Source::Success => {
             let (mut ok, mut all) = (0.0, 0.0);
-            for m in r.metrics_named(HTTP_REQS) {
+            for m in r.metrics_named(reqs_metric(r)) {
                 if let volley_metrics::TotalValue::Counter { sum, .. } = m.value {
                     all += sum;
                     if is_success(&m.tags) == Some(true) {
@@ -140,7 +172,7 @@ fn seconds(r: &RunResult, src: Source) -> Vec<f64> {
             .collect()
     };
     match src {
-        Source::View(name, fig, scale) => view::intervals(r, &Sel::all(name), fig, 0.5)
+        Source::View(name, fig, scale) => view::intervals(r, &Sel::all(named(r, name)), fig, 0.5)
             .into_iter()
             .map(|x| x.1 / scale)
             .collect(),
@@ -157,7 +189,8 @@ fn seconds(r: &RunResult, src: Source) -> Vec<f64> {
         Source::Success => full_points(r)
             .filter_map(|p| {
                 let (mut ok, mut all) = (0.0, 0.0);
-                for v in p.values.iter().filter(|v| v.name() == HTTP_REQS) {
+                let reqs = reqs_metric(r);
+                for v in p.values.iter().filter(|v| v.name() == reqs) {
                     if let Stat::Counter { sum } = v.stat {
                         all += sum;
                         if is_success(v.tags()) == Some(true) {

@@ -139,13 +139,42 @@ pub fn is_check_flag(flag: &str) -> bool {
     }
 }
 
+/// What a quick mode records, for its `--threshold` flags: the metric names, the one metric
+/// tagged (and by which tag), and each metric's kind.
+#[derive(Clone, Copy)]
+pub struct ModeMetrics {
+    pub names: &'static [&'static str],
+    /// The metric whose series carry a tag (`http_reqs` by `status`).
+    pub tagged: (&'static str, &'static str),
+    pub kind: fn(&str) -> volley_metrics::MetricKind,
+}
+
+/// `volley http`'s metrics.
+pub const HTTP_QUICK: ModeMetrics = ModeMetrics {
+    names: volley_engine::quick::METRICS,
+    tagged: (volley_metrics::names::HTTP_REQS, "status"),
+    kind: quick_kind,
+};
+
 /// `volley http`'s `--threshold` flags in k6's grammar → the run layer's thresholds, on quick
 /// mode's metrics.
 pub fn quick_thresholds(flags: &[String]) -> Result<Vec<crate::thresholds::Threshold>, String> {
+    mode_thresholds(flags, &HTTP_QUICK)
+}
+
+/// A quick mode's `--threshold` flags in k6's grammar → the run layer's thresholds, on the
+/// metrics `m` names.
+pub fn mode_thresholds(
+    flags: &[String],
+    m: &ModeMetrics,
+) -> Result<Vec<crate::thresholds::Threshold>, String> {
     let mut map = serde_json::Map::new();
     for f in flags {
         let (key, expr) = split_flag(f).ok_or_else(|| {
-            format!("--threshold '{f}': expected METRIC:EXPR, e.g. http_req_duration:p(95)<300")
+            format!(
+                "--threshold '{f}': expected METRIC:EXPR, e.g. {}:p(95)<300",
+                m.names.first().copied().unwrap_or("metric")
+            )
         })?;
         let list = map
             .entry(key)
@@ -157,8 +186,9 @@ pub fn quick_thresholds(flags: &[String]) -> Result<Vec<crate::thresholds::Thres
     if map.is_empty() {
         return Ok(Vec::new());
     }
-    let quick = volley_engine::quick::METRICS;
-    // Quick mode tags only `http_reqs` (by status): any other selector would judge an empty
+    let quick = m.names;
+    let (tagged, tag) = m.tagged;
+    // Quick mode tags only one metric (by one tag): any other selector would judge an empty
     // series as zeros and pass whatever the run did.
     for key in map.keys() {
         let (name, tags) = crate::thresholds::parse_metric_key(key)
@@ -170,18 +200,16 @@ pub fn quick_thresholds(flags: &[String]) -> Result<Vec<crate::thresholds::Thres
                 quick.join(", ")
             ));
         }
-        let ok = tags.is_empty()
-            || (name == volley_metrics::names::HTTP_REQS
-                && tags.iter().all(|(k, _)| k == "status"));
+        let ok = tags.is_empty() || (name == tagged && tags.iter().all(|(k, _)| k == tag));
         if !ok {
             return Err(format!(
-                "--threshold '{key}': quick mode tags only http_reqs, by status (e.g. \
-                 'http_reqs{{status:200}}:count>0'); other metrics take no {{tag:value}} selector"
+                "--threshold '{key}': quick mode tags only {tagged}, by {tag} (e.g. \
+                 '{tagged}{{{tag}:...}}:count>0'); other metrics take no {{tag:value}} selector"
             ));
         }
     }
     crate::thresholds::parse(&serde_json::Value::Object(map), |name| {
-        quick.contains(&name).then(|| quick_kind(name))
+        quick.contains(&name).then(|| (m.kind)(name))
     })
     .map_err(|e| {
         format!(

@@ -158,6 +158,25 @@ pub(crate) fn self_paced_plan(
     }
 }
 
+/// A self-paced quick run's result from the scheduler's (an init failure is an error): meta
+/// `kind` and `name`, rates over `load` (the load's length, to `-z` at most: the grace after
+/// it only collects answers), the resolved `options`.
+pub(crate) fn self_paced_result(
+    (kind, name, command): (&str, String, Vec<String>),
+    load: Option<Duration>,
+    options: serde_json::Value,
+    r: VuRunResult,
+) -> Result<RunResult, String> {
+    if let Some((_, e)) = &r.aborted {
+        return Err(e.clone());
+    }
+    let elapsed = load.map_or(r.elapsed, |d| r.elapsed.min(d));
+    let meta = RunMeta::new(kind, name, command)
+        .timed(r.started, r.ended, elapsed, r.interrupted)
+        .with_peak_rss(sys::peak_rss_bytes());
+    Ok(RunResult::new(meta, options, r.metrics, r.series))
+}
+
 /// Share `total` between `parts` as evenly as possible; part `i` gets its slice.
 pub(crate) fn split(total: u64, parts: usize, i: usize) -> u64 {
     let parts = parts as u64;

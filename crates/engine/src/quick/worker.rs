@@ -463,20 +463,32 @@ impl VuBody for QuickBody {
     }
 }
 
-/// The VU's iteration: start its connection, then wait for its tasks to end. At the `-z`
-/// deadline the run stops (no new requests); requests in flight get [`DEADLINE_GRACE`]
-/// (after Ctrl-C the scheduler's token gives them its 2 s grace), then they are cut.
+/// The VU's iteration: start its connection, then wait for its tasks to end ([`run_to_cut`]).
 async fn drive(w: &Rc<QuickWorker>, scenario: usize, stop: &StopToken) -> Outcome {
     w.begin(scenario);
     let vu = Rc::new(Vu::default());
     super::conn::spawn_connection(w, &vu);
-    let end = w.end();
+    let cut = run_to_cut(vu.all_done(), w.end(), stop, &w.ctl).await;
+    finish(w, &vu, cut)
+}
+
+/// A quick-mode VU's iteration around `work` (done when its connection tasks all ended): at
+/// the `-z` deadline `end` the run stops (no new requests); requests in flight get
+/// [`DEADLINE_GRACE`] (after Ctrl-C the scheduler's token gives them its grace), then they
+/// are cut. True when cut (the caller aborts what is left and accounts for it).
+pub(crate) async fn run_to_cut(
+    work: impl std::future::Future<Output = ()>,
+    end: Option<Instant>,
+    stop: &StopToken,
+    ctl: &RunControl,
+) -> bool {
+    tokio::pin!(work);
     if let Some(end) = end {
         tokio::select! {
             biased;
-            _ = vu.all_done() => return finish(w, &vu, false),
-            _ = stop.stopped() => return finish(w, &vu, true),
-            _ = tokio::time::sleep_until(end.into()) => w.ctl.stop(),
+            _ = &mut work => return false,
+            _ = stop.stopped() => return true,
+            _ = tokio::time::sleep_until(end.into()) => ctl.stop(),
         }
     }
     let cut = async {
@@ -487,9 +499,9 @@ async fn drive(w: &Rc<QuickWorker>, scenario: usize, stop: &StopToken) -> Outcom
     };
     tokio::select! {
         biased;
-        _ = vu.all_done() => finish(w, &vu, false),
-        _ = stop.stopped() => finish(w, &vu, true),
-        _ = cut => finish(w, &vu, true),
+        _ = &mut work => false,
+        _ = stop.stopped() => true,
+        _ = cut => true,
     }
 }
 
