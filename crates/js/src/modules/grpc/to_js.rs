@@ -223,55 +223,44 @@ impl<'js> Seq<'_, 'js> {
     }
 }
 
-impl<'js> ser::SerializeSeq for Seq<'_, 'js> {
-    type Ok = Value<'js>;
-    type Error = Error;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), Error> {
-        self.push(v)
-    }
-    fn end(self) -> R<'js> {
-        Ok(self.1.into_value())
-    }
+/// The four sequence traits serde has (sequences, tuples and their struct/variant forms)
+/// all append to the array.
+macro_rules! seq_impl {
+    ($($tr:ident :: $f:ident),*) => {$(
+        impl<'js> ser::$tr for Seq<'_, 'js> {
+            type Ok = Value<'js>;
+            type Error = Error;
+            fn $f<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), Error> {
+                self.push(v)
+            }
+            fn end(self) -> R<'js> {
+                Ok(self.1.into_value())
+            }
+        }
+    )*};
 }
 
-impl<'js> ser::SerializeTuple for Seq<'_, 'js> {
-    type Ok = Value<'js>;
-    type Error = Error;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), Error> {
-        self.push(v)
-    }
-    fn end(self) -> R<'js> {
-        Ok(self.1.into_value())
-    }
-}
-
-impl<'js> ser::SerializeTupleStruct for Seq<'_, 'js> {
-    type Ok = Value<'js>;
-    type Error = Error;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), Error> {
-        self.push(v)
-    }
-    fn end(self) -> R<'js> {
-        Ok(self.1.into_value())
-    }
-}
-
-impl<'js> ser::SerializeTupleVariant for Seq<'_, 'js> {
-    type Ok = Value<'js>;
-    type Error = Error;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), Error> {
-        self.push(v)
-    }
-    fn end(self) -> R<'js> {
-        Ok(self.1.into_value())
-    }
-}
+seq_impl!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 /// An object being filled; `.2` holds a key until its value comes.
 pub(super) struct Map<'a, 'js>(&'a Ctx<'js>, Object<'js>, Option<String>);
 
 /// Map keys are strings in protojson; other key types get their JSON text.
 struct KeyOf;
+
+/// A scalar key as its text.
+macro_rules! key_as_text {
+    ($($f:ident : $t:ty),*) => {$(
+        fn $f(self, v: $t) -> Result<String, Error> {
+            Ok(v.to_string())
+        }
+    )*};
+}
 
 impl ser::Serializer for KeyOf {
     type Ok = String;
@@ -284,42 +273,20 @@ impl ser::Serializer for KeyOf {
     type SerializeStruct = ser::Impossible<String, Error>;
     type SerializeStructVariant = ser::Impossible<String, Error>;
 
-    fn serialize_bool(self, v: bool) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_i8(self, v: i8) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_i16(self, v: i16) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_i32(self, v: i32) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_i64(self, v: i64) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_u8(self, v: u8) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_u16(self, v: u16) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_u32(self, v: u32) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_u64(self, v: u64) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_f32(self, v: f32) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_f64(self, v: f64) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_char(self, v: char) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
+    key_as_text!(
+        serialize_bool: bool,
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_u64: u64,
+        serialize_f32: f32,
+        serialize_f64: f64,
+        serialize_char: char
+    );
     fn serialize_str(self, v: &str) -> Result<String, Error> {
         Ok(v.to_owned())
     }
@@ -440,34 +407,25 @@ impl<'js> ser::SerializeMap for Map<'_, 'js> {
     }
 }
 
-impl<'js> ser::SerializeStruct for Map<'_, 'js> {
-    type Ok = Value<'js>;
-    type Error = Error;
-    fn serialize_field<T: ?Sized + Serialize>(
-        &mut self,
-        k: &'static str,
-        v: &T,
-    ) -> Result<(), Error> {
-        self.1.set(k, v.serialize(Js(self.0))?)?;
-        Ok(())
-    }
-    fn end(self) -> R<'js> {
-        Ok(self.1.into_value())
-    }
+/// Structs (and struct variants) are objects keyed by field name.
+macro_rules! struct_impl {
+    ($($tr:ident),*) => {$(
+        impl<'js> ser::$tr for Map<'_, 'js> {
+            type Ok = Value<'js>;
+            type Error = Error;
+            fn serialize_field<T: ?Sized + Serialize>(
+                &mut self,
+                k: &'static str,
+                v: &T,
+            ) -> Result<(), Error> {
+                self.1.set(k, v.serialize(Js(self.0))?)?;
+                Ok(())
+            }
+            fn end(self) -> R<'js> {
+                Ok(self.1.into_value())
+            }
+        }
+    )*};
 }
 
-impl<'js> ser::SerializeStructVariant for Map<'_, 'js> {
-    type Ok = Value<'js>;
-    type Error = Error;
-    fn serialize_field<T: ?Sized + Serialize>(
-        &mut self,
-        k: &'static str,
-        v: &T,
-    ) -> Result<(), Error> {
-        self.1.set(k, v.serialize(Js(self.0))?)?;
-        Ok(())
-    }
-    fn end(self) -> R<'js> {
-        Ok(self.1.into_value())
-    }
-}
+struct_impl!(SerializeStruct, SerializeStructVariant);
