@@ -10,6 +10,7 @@
 //!   (lowerCamelCase names, unpopulated fields emitted, 64-bit integers as strings, enums
 //!   by name, bytes as base64).
 //! - [`frame`]: gRPC's length-prefixed message framing (bounded message size).
+//! - [`health`]: the standard health service's messages (`grpc.health.v1.Health/Check`).
 //! - [`status`]: status codes, `grpc-message` percent-encoding, `grpc-timeout`, metadata.
 //! - [`reflect`]: the server reflection messages (v1 and v1alpha share one wire format), the
 //!   server's answers from a pool, and building a pool from a server's answers.
@@ -21,6 +22,7 @@
 #[cfg(feature = "client")]
 pub mod call;
 pub mod frame;
+pub mod health;
 pub mod json;
 pub mod proto;
 #[cfg(feature = "client")]

@@ -92,6 +92,25 @@ fn errors_read_as_k6() {
     assert_eq!(check_names(&out).len(), 10);
 }
 
+#[test]
+fn health_check_answers_and_cached_series_keep_groups_apart() {
+    let t = target();
+    let out = run("grpc_health.js", &t);
+    let r = &out.result;
+    assert!(r.metrics_named("iteration_errors").next().is_none());
+    assert_eq!(check_names(&out).len(), 4);
+    assert_eq!(rate(r, "checks", &[]), (12, 12));
+    // Per iteration: 3 health checks (2 OK, 1 NotFound) + 2 Echo.
+    assert_eq!(samples(r, "grpc_req_duration", &[]), 15);
+    assert_eq!(samples(r, "grpc_req_duration", &[("status", "5")]), 3);
+    let echo = [("name", "/volley.target.Target/Echo"), ("status", "0")];
+    assert_eq!(samples(r, "grpc_req_duration", &echo), 6);
+    for g in ["::a", "::b"] {
+        let f = [echo[0], echo[1], ("group", g)];
+        assert_eq!(samples(r, "grpc_req_duration", &f), 3, "{g}");
+    }
+}
+
 /// A Python grpcio server (tests/peers/grpc_server.py) on loopback; `None` (skip) when
 /// `python3 -c 'import grpc, grpc_reflection'` fails.
 struct Peer {

@@ -15,7 +15,9 @@
 //! | `Fail` | status `code` (1..=16, else 2) with message `text` |
 //! | `Slow` | waits `delay_ms` (at most 60 000 ms), then like `Echo` |
 //!
-//! An unknown method or service gets UNIMPLEMENTED, as grpc-go words it.
+//! The standard health service `grpc.health.v1.Health/Check` answers SERVING for `""` and
+//! `volley.target.Target`, NOT_FOUND "unknown service" for any other name (as grpc-go's
+//! health server). An unknown method or service gets UNIMPLEMENTED, as grpc-go words it.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -29,7 +31,7 @@ use prost::Message as _;
 use tokio::sync::mpsc;
 use volley_grpc::frame::{self, Decoder};
 use volley_grpc::prost_reflect::DescriptorPool;
-use volley_grpc::{reflect, status};
+use volley_grpc::{health, reflect, status};
 
 use crate::body::RespBody;
 use crate::routes::Resp;
@@ -82,11 +84,15 @@ enum Method {
     Fail,
     Slow,
     Reflect,
+    Health,
 }
 
 fn method(path: &str) -> Result<Method, String> {
     if reflect::PATHS.contains(&path) {
         return Ok(Method::Reflect);
+    }
+    if path == health::CHECK {
+        return Ok(Method::Health);
     }
     let p = path.strip_prefix('/').unwrap_or(path);
     let (svc, name) = p.rsplit_once('/').unwrap_or((p, ""));
@@ -201,8 +207,8 @@ async fn send(tx: &mpsc::Sender<Frame<Bytes>>, msg: &[u8]) -> Result<(), (u32, S
         .map_err(|_| (status::CANCELLED, "the client went away".to_owned()))
 }
 
-fn decode(b: &[u8]) -> Result<Msg, (u32, String)> {
-    Msg::decode(b).map_err(|e| {
+fn decode<M: prost::Message + Default>(b: &[u8]) -> Result<M, (u32, String)> {
+    M::decode(b).map_err(|e| {
         (
             status::INTERNAL,
             format!("grpc: error unmarshalling request: {e}"),
@@ -219,12 +225,12 @@ async fn run(
         Method::Echo => send(tx, &r.one().await?).await,
         Method::Slow => {
             let b = r.one().await?;
-            let ms = decode(&b)?.delay_ms.clamp(0, MAX_DELAY_MS);
+            let ms = decode::<Msg>(&b)?.delay_ms.clamp(0, MAX_DELAY_MS);
             tokio::time::sleep(Duration::from_millis(ms as u64)).await;
             send(tx, &b).await
         }
         Method::Fail => {
-            let q = decode(&r.one().await?)?;
+            let q: Msg = decode(&r.one().await?)?;
             let code = if (1..=16).contains(&q.code) {
                 q.code as u32
             } else {
@@ -233,7 +239,7 @@ async fn run(
             Err((code, q.text))
         }
         Method::Count => {
-            let q = decode(&r.one().await?)?;
+            let q: Msg = decode(&r.one().await?)?;
             for i in 0..q.count.clamp(0, MAX_COUNT) {
                 let out = Msg {
                     text: q.text.clone(),
@@ -247,7 +253,7 @@ async fn run(
         Method::Sum => {
             let (mut sum, mut n) = (0i64, 0i32);
             while let Some(b) = r.next().await? {
-                sum = sum.wrapping_add(decode(&b)?.number);
+                sum = sum.wrapping_add(decode::<Msg>(&b)?.number);
                 n = n.saturating_add(1);
             }
             let out = Msg {
@@ -262,6 +268,16 @@ async fn run(
                 send(tx, &b).await?;
             }
             Ok(())
+        }
+        Method::Health => {
+            let q: health::Request = decode(&r.one().await?)?;
+            if !q.service.is_empty() && q.service != SERVICE {
+                return Err((status::NOT_FOUND, "unknown service".to_owned()));
+            }
+            let out = health::Response {
+                status: health::SERVING,
+            };
+            send(tx, &out.encode_to_vec()).await
         }
         Method::Reflect => {
             while let Some(b) = r.next().await? {

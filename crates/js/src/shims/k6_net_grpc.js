@@ -1,6 +1,6 @@
 // The `k6/net/grpc` module: Client (load, loadProtoset, connect, invoke, asyncInvoke, close),
 // Stream (on data/error/end/status, write, end) and the status constants. The natives are in
-// src/modules/grpc.rs; this file checks arguments the way k6 does and shapes values.
+// src/modules/grpc/; this file checks arguments the way k6 does and shapes values.
 const V = globalThis.__volley;
 const streams = new Map();
 
@@ -19,10 +19,7 @@ export const StatusOK = 0, StatusCanceled = 1, StatusUnknown = 2, StatusInvalidA
 export const HealthCheckUnknown = 0, HealthCheckServing = 1, HealthCheckNotServing = 2,
   HealthCheckServiceUnkown = 3;
 
-// k6 sends NaN and ±Infinity as the strings protojson accepts.
-function toJSON(v) {
-  return JSON.stringify(v, (k, x) => (typeof x === "number" && !isFinite(x) ? String(x) : x));
-}
+// Requests are stringified by the natives (NaN and ±Infinity sent as protojson's strings).
 
 function isNullish(v) {
   return v === undefined || v === null;
@@ -138,13 +135,13 @@ export class Client {
   invoke(method, request, params) {
     const p = callParams(params, "invalid GRPC's client.invoke() parameters");
     if (isNullish(request)) throw new Error("request cannot be nil");
-    return V.grpcInvoke(this._id, String(method), toJSON(request), p);
+    return V.grpcInvoke(this._id, String(method), request, p);
   }
   asyncInvoke(method, request, params) {
     try {
       const p = callParams(params, "invalid GRPC's client.invoke() parameters");
       if (isNullish(request)) throw new Error("request cannot be nil");
-      return V.grpcInvokeAsync(this._id, String(method), toJSON(request), p);
+      return V.grpcInvokeAsync(this._id, String(method), request, p);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -152,8 +149,8 @@ export class Client {
   close() {
     V.grpcClose(this._id);
   }
-  healthCheck() {
-    throw new Error("healthCheck is not supported by Volley yet");
+  healthCheck(service) {
+    return V.grpcHealthCheck(this._id, isNullish(service) ? "" : String(service));
   }
 }
 
@@ -182,7 +179,7 @@ export class Stream {
       console.warn("can't send empty message");
       return;
     }
-    V.grpcStreamWrite(this._id, toJSON(message));
+    V.grpcStreamWrite(this._id, message);
   }
   end() {
     V.grpcStreamEnd(this._id);

@@ -29,11 +29,14 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use volley_grpc::call::{self, Cmd, Conn, ConnectOptions, Event, Metadata, Reply};
-use volley_grpc::prost_reflect::{DescriptorPool, MethodDescriptor};
+use volley_grpc::prost_reflect::DescriptorPool;
 use volley_grpc::{json, proto, status};
 use volley_metrics::{names, Handle, MetricKey, MetricKind, TagSet, Unit};
 
+mod invoke;
 mod stream;
+mod to_js;
+use invoke::{error_obj, Method};
 use stream::{stream_open, GrpcEvents};
 
 /// Most clients or streams one VU may hold (a runaway loop gets an error, not an OOM).
@@ -55,6 +58,9 @@ pub(crate) struct Clients {
     clients: HashMap<u32, Client>,
     last_stream: u32,
     streams: HashMap<u32, StreamState>,
+    /// `data_sent`/`data_received` series for the group id (while the VU has no
+    /// script-set tags).
+    bytes: Option<(u32, Handle, Handle)>,
 }
 
 #[derive(Default)]
@@ -64,6 +70,8 @@ struct Client {
     addr: String,
     /// Wire bytes already recorded.
     reported: (u64, u64),
+    /// Methods called so far by the name the script gave (see `invoke::Method`).
+    methods: HashMap<String, Rc<Method>>,
 }
 
 struct StreamState {
@@ -145,6 +153,15 @@ fn report_bytes(st: &VuState, id: u32) {
     if ds == 0 && dr == 0 {
         return;
     }
+    let g = st.group_id.get();
+    let cacheable = st.ext.tags.borrow().is_empty();
+    if let Some((cg, hs, hr)) = cl.bytes.filter(|b| cacheable && b.0 == g) {
+        let _ = cg;
+        let mut rec = st.rec.borrow_mut();
+        rec.add(hs, ds as f64);
+        rec.add(hr, dr as f64);
+        return;
+    }
     let mut tags = st.base_tags();
     st.shared.settings().filter_system_tags(&mut tags);
     let mut rec = st.rec.borrow_mut();
@@ -161,6 +178,7 @@ fn report_bytes(st: &VuState, id: u32) {
     let (hs, hr) = (h(names::DATA_SENT), h(names::DATA_RECEIVED));
     rec.add(hs, ds as f64);
     rec.add(hr, dr as f64);
+    cl.bytes = cacheable.then_some((g, hs, hr));
 }
 
 fn in_vu(ctx: &Ctx<'_>, st: &VuState, what: &str) -> rquickjs::Result<()> {
@@ -171,45 +189,6 @@ fn in_vu(ctx: &Ctx<'_>, st: &VuState, what: &str) -> rquickjs::Result<()> {
         ));
     }
     Ok(())
-}
-
-/// `(method descriptor, connection, address)` of a call, or k6's error.
-fn target(
-    ctx: &Ctx<'_>,
-    st: &VuState,
-    id: u32,
-    method: &str,
-) -> rquickjs::Result<(MethodDescriptor, Conn, String, String)> {
-    let cl = st.ext.grpc.borrow();
-    let c = cl
-        .clients
-        .get(&id)
-        .ok_or_else(|| throw(ctx, "not a gRPC client"))?;
-    let Some(conn) = c.conn.clone() else {
-        return Err(throw(
-            ctx,
-            "no gRPC connection, you must call connect first",
-        ));
-    };
-    if method.is_empty() {
-        return Err(throw(ctx, "method to invoke cannot be empty"));
-    }
-    let path = if method.starts_with('/') {
-        method.to_owned()
-    } else {
-        format!("/{method}")
-    };
-    let md = c
-        .pool
-        .as_ref()
-        .and_then(|p| proto::find_method(p, &path))
-        .ok_or_else(|| {
-            throw(
-                ctx,
-                &format!("method {path:?} not found in file descriptors"),
-            )
-        })?;
-    Ok((md, conn, c.addr.clone(), path))
 }
 
 /// What the shim passes as call params (already checked there): metadata pairs (values
@@ -262,148 +241,6 @@ fn call_params<'js>(ctx: &Ctx<'js>, p: Object<'js>, what: &str) -> rquickjs::Res
     })
 }
 
-fn metadata_obj<'js>(ctx: &Ctx<'js>, md: &Metadata) -> rquickjs::Result<Object<'js>> {
-    let o = Object::new(ctx.clone())?;
-    for (k, v) in md {
-        let arr: Array = match o.get::<_, Option<Array>>(k.as_str())? {
-            Some(a) => a,
-            None => {
-                let a = Array::new(ctx.clone())?;
-                o.set(k.as_str(), a.clone())?;
-                a
-            }
-        };
-        arr.set(arr.len(), String::from_utf8_lossy(v).into_owned())?;
-    }
-    Ok(o)
-}
-
-/// k6's error object: the status as protojson writes it.
-fn error_obj<'js>(ctx: &Ctx<'js>, code: u32, msg: &str) -> rquickjs::Result<Object<'js>> {
-    let e = Object::new(ctx.clone())?;
-    e.set("code", code)?;
-    e.set("details", Array::new(ctx.clone())?)?;
-    e.set("message", msg)?;
-    Ok(e)
-}
-
-/// The JS response: `{status, message, headers, trailers, error}` as k6 shapes it.
-fn response<'js>(
-    ctx: &Ctx<'js>,
-    r: Reply,
-    out: &volley_grpc::prost_reflect::MessageDescriptor,
-    discard: bool,
-) -> rquickjs::Result<Value<'js>> {
-    let o = Object::new(ctx.clone())?;
-    o.set("status", r.status)?;
-    // k6 converts the response message even when the call failed (then: all defaults).
-    let message = if discard {
-        Value::new_null(ctx.clone())
-    } else {
-        let body = r.body.as_deref().unwrap_or(&[]);
-        match json::decode(out, body) {
-            Ok(text) => ctx.json_parse(text)?,
-            Err(e) => {
-                return Err(throw(
-                    ctx,
-                    &format!("unable to convert response object to JSON: {e}"),
-                ))
-            }
-        }
-    };
-    o.set("message", message)?;
-    o.set("headers", metadata_obj(ctx, &r.headers)?)?;
-    o.set("trailers", metadata_obj(ctx, &r.trailers)?)?;
-    if r.status == status::OK {
-        o.set("error", Value::new_null(ctx.clone()))?;
-    } else {
-        o.set("error", error_obj(ctx, r.status, &r.message)?)?;
-    }
-    Ok(o.into_value())
-}
-
-/// Everything an invoke needs after argument checking.
-struct Invoke {
-    id: u32,
-    conn: Conn,
-    path: String,
-    out: volley_grpc::prost_reflect::MessageDescriptor,
-    body: Vec<u8>,
-    p: CallParams,
-    tags: CallTags,
-}
-
-fn prepare_invoke<'js>(
-    ctx: &Ctx<'js>,
-    st: &VuState,
-    id: u32,
-    method: String,
-    req: String,
-    p: Object<'js>,
-) -> rquickjs::Result<Invoke> {
-    in_vu(ctx, st, "invoking RPC methods")?;
-    let (md, conn, addr, path) = target(ctx, st, id, &method)?;
-    let p = call_params(ctx, p, "invalid GRPC's client.invoke() parameters")?;
-    let body = json::encode(&md.input(), &req).map_err(|e| throw(ctx, &e))?;
-    let tags = CallTags::new(st, &addr, &path, &p.tags);
-    Ok(Invoke {
-        id,
-        conn,
-        path,
-        out: md.output(),
-        body,
-        p,
-        tags,
-    })
-}
-
-fn invoke_future(i: &Invoke) -> impl std::future::Future<Output = (Reply, Duration)> + 'static {
-    let (conn, path, md, body) = (
-        i.conn.clone(),
-        i.path.clone(),
-        i.p.md.clone(),
-        i.body.clone(),
-    );
-    let timeout =
-        i.p.timeout
-            .filter(|t| !t.is_zero())
-            .unwrap_or(DEFAULT_TIMEOUT);
-    async move {
-        let started = Instant::now();
-        let r = conn.unary(&path, &md, &body, timeout).await;
-        (r, started.elapsed())
-    }
-}
-
-fn finish_invoke<'js>(
-    ctx: &Ctx<'js>,
-    st: &VuState,
-    i: &Invoke,
-    r: Reply,
-    took: Duration,
-) -> rquickjs::Result<Value<'js>> {
-    i.tags.duration(st, r.status, took);
-    report_bytes(st, i.id);
-    response(ctx, r, &i.out, i.p.discard)
-}
-
-struct AsyncInvoke(Invoke);
-
-impl Continue for AsyncInvoke {
-    fn next<'js>(
-        self: Box<Self>,
-        ctx: &Ctx<'js>,
-        st: &VuState,
-        out: Box<dyn Any>,
-    ) -> rquickjs::Result<Next<'js>> {
-        let Ok(out) = out.downcast::<(Reply, Duration)>() else {
-            return Err(throw(ctx, "the gRPC call's task failed"));
-        };
-        let (r, took) = *out;
-        Ok(Next::Done(finish_invoke(ctx, st, &self.0, r, took)?))
-    }
-}
-
 /// Load `files` (relative to `import_paths`, or to the calling script's directory) once per
 /// run; merge them into client `id`'s descriptors.
 fn load<'js>(
@@ -454,6 +291,7 @@ fn add_pool<'js>(
     {
         let mut cl = st.ext.grpc.borrow_mut();
         let c = cl.clients.entry(id).or_default();
+        c.methods.clear();
         match &mut c.pool {
             None => c.pool = Some(pool),
             Some(have) => proto::merge(have, &pool).map_err(|e| throw(ctx, &e.0))?,
@@ -531,6 +369,7 @@ fn connect<'js>(
         c.conn = Some(conn);
         c.addr = addr;
         c.reported = (0, 0);
+        c.methods.clear();
     }
     report_bytes(st, id);
     if let Some(pool) = pool {
@@ -602,14 +441,14 @@ pub(crate) fn install<'js>(
         let f = move |ctx: Ctx<'js>,
                       id: u32,
                       method: String,
-                      req: String,
+                      req: Value<'js>,
                       p: Object<'js>|
               -> rquickjs::Result<Value<'js>> {
-            let i = prepare_invoke(&ctx, &st, id, method, req, p)?;
+            let mut i = invoke::prepare(&ctx, &st, id, method, req, p)?;
             let (r, took) = st
-                .wait(invoke_future(&i))
+                .wait(invoke::future(&mut i))
                 .ok_or_else(|| throw(&ctx, "the gRPC call was interrupted"))?;
-            finish_invoke(&ctx, &st, &i, r, took)
+            invoke::finish(&ctx, &st, &i, r, took)
         };
         v.set("grpcInvoke", Function::new(ctx.clone(), f)?)?;
     }
@@ -618,15 +457,22 @@ pub(crate) fn install<'js>(
         let f = move |ctx: Ctx<'js>,
                       id: u32,
                       method: String,
-                      req: String,
+                      req: Value<'js>,
                       p: Object<'js>|
               -> rquickjs::Result<rquickjs::Promise<'js>> {
-            let i = prepare_invoke(&ctx, &st, id, method, req, p)?;
-            let fut = invoke_future(&i);
+            let mut i = invoke::prepare(&ctx, &st, id, method, req, p)?;
+            let fut = invoke::future(&mut i);
             let op: OpFuture = Box::pin(async move { Box::new(fut.await) as Box<dyn Any> });
-            event_loop::start_op(&ctx, &st, op, Box::new(AsyncInvoke(i)))
+            event_loop::start_op(&ctx, &st, op, Box::new(invoke::AsyncInvoke(i)))
         };
         v.set("grpcInvokeAsync", Function::new(ctx.clone(), f)?)?;
+    }
+    {
+        let st = st.clone();
+        let f = move |ctx: Ctx<'js>, id: u32, service: String| {
+            invoke::health_check(&ctx, &st, id, service)
+        };
+        v.set("grpcHealthCheck", Function::new(ctx.clone(), f)?)?;
     }
     {
         let st = st.clone();
@@ -648,7 +494,8 @@ pub(crate) fn install<'js>(
     {
         let st = st.clone();
         // false: the stream is over or its writing side ended (k6 ignores such writes).
-        let f = move |ctx: Ctx<'js>, sid: u32, req: String| -> rquickjs::Result<bool> {
+        let f = move |ctx: Ctx<'js>, sid: u32, req: Value<'js>| -> rquickjs::Result<bool> {
+            let req = invoke::request_json(&ctx, req)?;
             let cl = st.ext.grpc.borrow();
             let Some(s) = cl.streams.get(&sid).filter(|s| !s.ended) else {
                 return Ok(false);

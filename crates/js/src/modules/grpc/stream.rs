@@ -49,8 +49,7 @@ impl Continue for StreamStep {
                 let v = if self.discard {
                     Object::new(ctx.clone())?.into_value()
                 } else {
-                    let text = json::decode(&self.out, &m).map_err(|e| throw(ctx, &e))?;
-                    ctx.json_parse(text)?
+                    invoke::message_value(ctx, &self.out, &m).map_err(|e| throw(ctx, &e))?
                 };
                 dispatch(ctx, self.sid, "data", v)?;
                 None
@@ -95,11 +94,11 @@ pub(super) fn stream_open<'js>(
     p: Object<'js>,
 ) -> rquickjs::Result<u32> {
     in_vu(ctx, st, "creating a gRPC stream")?;
-    let (md, conn, addr, path) =
-        target(ctx, st, id, &method).map_err(|_| throw(ctx, &stream_error(st, id, &method)))?;
+    let (m, conn) = invoke::method(ctx, st, id, &method)
+        .map_err(|_| throw(ctx, &stream_error(st, id, &method)))?;
     let p = call_params(ctx, p, "invalid GRPC Stream's parameters")?;
-    let tags = Rc::new(CallTags::new(st, &addr, &path, &p.tags));
-    let (tx, rx, task) = conn.stream(&path, &p.md, p.timeout.filter(|t| !t.is_zero()));
+    let tags = Rc::new(CallTags::new(st, &m.addr, &m.path, &p.tags));
+    let (tx, rx, task) = conn.stream(&m.path, &p.md, p.timeout.filter(|t| !t.is_zero()));
     tokio::task::spawn_local(task);
     let sid = {
         let mut cl = st.ext.grpc.borrow_mut();
@@ -138,7 +137,7 @@ pub(super) fn stream_open<'js>(
         sid,
         StreamState {
             tx,
-            input: md.input(),
+            input: m.input.clone(),
             sent,
             ended: false,
         },
@@ -146,7 +145,7 @@ pub(super) fn stream_open<'js>(
     let step = StreamStep {
         sid,
         client: id,
-        out: md.output(),
+        out: m.output.clone(),
         tags,
         received,
         started: Instant::now(),
