@@ -5,6 +5,8 @@
 # target --threads 1` (its /ws/echo) to another. Two paces (MODES):
 #   max   closed model: one message in flight per connection, each echo sent straight back
 #         (`volley ws` without -q) -- messages per tool CPU-second, the ratio to k6;
+#   short the max run cut to 1 s: its CPU is mostly the fixed cost (startup, 1,000 connects,
+#         teardown), so (max - short) gives the steady per-message cost ("steady" column);
 #   rate  the same fixed rate for every tool: RATE messages/s in total, each connection
 #         sending every VUS*1000/RATE ms whether or not echoes came back (`volley ws -q RATE`)
 #         -- tool CPU-ms per 1,000 messages at that rate, the ratio to k6.
@@ -15,10 +17,12 @@
 #
 # Environment (defaults in brackets):
 #   VUS [1000]  DUR [10] seconds of load per run  REPS [2] runs per tool (interleaved)
-#   MODES ["max rate"]  RATE [10000] messages/s in total in the rate mode
+#   MODES ["max short rate"]  RATE [10000] messages/s in total in the rate mode
 #   TOOL_CPU [0] TARGET_CPU [1]  PORT [18390]  OUT [bench/out/ws-<timestamp>]
 #   K6 [$PEERS/bin/k6]  PEERS [~/.cache/volley-peers]  VOLLEY [target/release/volley]
 #   TOOLS ["k6 volley-run volley-ws"]
+#   BEFORE [unset] a second volley binary: adds the tools volley-run-before and
+#   volley-ws-before, run interleaved with the others (before/after in the same minutes)
 # Nothing leaves 127.0.0.1 (k6's usage report is off).
 set -eu
 
@@ -33,8 +37,8 @@ REPS=${REPS:-2}
 TOOL_CPU=${TOOL_CPU:-0}
 TARGET_CPU=${TARGET_CPU:-1}
 PORT=${PORT:-18390}
-TOOLS=${TOOLS:-"k6 volley-run volley-ws"}
-MODES=${MODES:-"max rate"}
+TOOLS=${TOOLS:-"k6 volley-run volley-ws${BEFORE:+ volley-run-before volley-ws-before}"}
+MODES=${MODES:-"max short rate"}
 RATE=${RATE:-10000}
 SEND_MS=$((VUS * 1000 / RATE))
 [ $((VUS * 1000 % RATE)) -eq 0 ] || die "RATE must divide VUS*1000 (each connection sends every VUS*1000/RATE ms)"
@@ -49,6 +53,7 @@ case "${1:-}" in -h|--help) sed -n '2,/^set -eu/p' "$0" | sed -e '$d' -e 's/^# \
 [ -x "$VOLLEY" ] || die "no volley binary at $VOLLEY (cargo build --release -p volley, or VOLLEY=...)"
 mkdir -p "$OUT"
 cp "$VOLLEY" "$OUT/volley"
+if [ -n "${BEFORE:-}" ]; then cp "$BEFORE" "$OUT/volley-before"; fi
 ulimit -n 65536 2>/dev/null || log "warning: could not raise the open-file limit"
 
 taskset -c "$TARGET_CPU" "$OUT/volley" target --listen "127.0.0.1:$PORT" --threads 1 \
@@ -62,16 +67,19 @@ WS="ws://127.0.0.1:$PORT/ws/echo"
 one() {
   local mode=$1 tool=$2 rep=$3 dir="$OUT/$1-$2-$3"
   mkdir -p "$dir"
-  local limit=$((DUR + 120)) send=0 q=()
+  local dur=$DUR send=0 q=() bin="$OUT/volley"
+  case $tool in *-before) bin="$OUT/volley-before" ;; esac
   if [ "$mode" = rate ]; then send=$SEND_MS; q=(-q "$RATE"); fi
+  if [ "$mode" = short ]; then dur=1; fi
+  local limit=$((dur + 120))
   case $tool in
     k6) set -- "$K6" run -q --no-usage-report --address 127.0.0.1:0 -e "WS=$WS" \
-          -e "VUS=$VUS" -e "DUR_MS=$((DUR * 1000))" -e "SEND_MS=$send" \
+          -e "VUS=$VUS" -e "DUR_MS=$((dur * 1000))" -e "SEND_MS=$send" \
           --summary-export "$dir/export.json" "$HERE/scripts/k6_ws_echo.js" ;;
-    volley-run) set -- "$OUT/volley" run -q -e "WS=$WS" -e "VUS=$VUS" \
-          -e "DUR_MS=$((DUR * 1000))" -e "SEND_MS=$send" --summary-export "$dir/export.json" \
+    volley-run*) set -- "$bin" run -q -e "WS=$WS" -e "VUS=$VUS" \
+          -e "DUR_MS=$((dur * 1000))" -e "SEND_MS=$send" --summary-export "$dir/export.json" \
           "$HERE/scripts/k6_ws_echo.js" ;;
-    volley-ws) set -- "$OUT/volley" ws "$WS" -c "$VUS" -z "${DUR}s" -m "$MSG" "${q[@]}" --json ;;
+    volley-ws*) set -- "$bin" ws "$WS" -c "$VUS" -z "${dur}s" -m "$MSG" "${q[@]}" --json ;;
   esac
   log "$mode $tool rep $rep: $*"
   timeout -s INT -k 5 "$limit" taskset -c "$TOOL_CPU" \
@@ -79,7 +87,7 @@ one() {
   python3 - "$dir" "$tool" <<'PY'
 import json, sys
 d, tool = sys.argv[1], sys.argv[2]
-if tool == "volley-ws":
+if tool.startswith("volley-ws"):
     n = json.load(open(d + "/stdout"))["messages_received"]
 else:
     n = json.load(open(d + "/export.json"))["metrics"]["ws_msgs_received"]["count"]
@@ -97,7 +105,9 @@ python3 - "$OUT" "$VUS" "$TOOLS" "$MODES" "$RATE" "$DUR" <<'PY'
 import os, statistics, sys
 out, vus, tools, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
 rate, dur = int(sys.argv[5]), int(sys.argv[6])
-for mode in modes:
+meds = {}
+# The 1-s runs first: the max table subtracts them.
+for mode in sorted(modes, key=lambda m: m != "short"):
     rows = {}
     for t in tools:
         pre = f"{mode}-{t}-"
@@ -118,23 +128,33 @@ for mode in modes:
                "usr": statistics.median(x[2] for x in r),
                "sys": statistics.median(x[3] for x in r),
                "rss": statistics.median(x[4] for x in r)} for t, r in rows.items()}
+    meds[mode] = med
+    if mode == "short":
+        continue
     base = med.get("k6")
     n = len(next(iter(rows.values())))
     if mode == "max":
         print(f"\nmax throughput (closed model, one message in flight per connection), {vus} connections, {dur} s; medians of {n} runs")
-        print("| tool | msgs received | tool CPU-s (user + sys) | msgs / CPU-s | vs k6 | peak RSS | RSS / VU |")
+        print("| tool | msgs received | tool CPU-s (user + sys) | msgs / CPU-s | vs k6 | steady msgs / CPU-s (vs k6) | peak RSS | RSS / VU |")
     else:
         print(f"\nfixed rate {rate:,} msgs/s in total ({vus} connections × {rate / vus:g}/s), {dur} s; medians of {n} runs")
         print("| tool | msgs received | tool CPU-s (user + sys) | CPU-ms / 1,000 msgs | vs k6 (k6 / tool) | peak RSS | RSS / VU |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|" + ("---:|" if mode == "max" else "") + "---:|---:|")
     for t in tools:
         if t not in med:
             continue
         m = med[t]
+        steady = ""
         if mode == "max":
             fig, ratio = f"{m['per']:,.0f}", (f"{m['per'] / base['per']:.1f}×" if base else "-")
+            # Minus the 1-s run's messages and CPU: the cost per message without the fixed part.
+            sh = meds.get("short", {})
+            st = lambda t: (meds["max"][t]["msgs"] - sh[t]["msgs"]) / max(1e-9, meds["max"][t]["cpu"] - sh[t]["cpu"])
+            steady = " - |"
+            if t in sh:
+                steady = f" {st(t):,.0f}" + (f" ({st(t) / st('k6'):.1f}×)" if "k6" in sh else "") + " |"
         else:
             fig, ratio = f"{m['ms1k']:.1f}", (f"{base['ms1k'] / m['ms1k']:.1f}×" if base else "-")
-        print(f"| {t} | {m['msgs']:,.0f} | {m['cpu']:.2f} ({m['usr']:.2f} + {m['sys']:.2f}) | {fig} | {ratio} "
-              f"| {m['rss'] / 2**20:.0f} MiB | {m['rss'] / vus / 1024:.0f} KiB |")
+        print(f"| {t} | {m['msgs']:,.0f} | {m['cpu']:.2f} ({m['usr']:.2f} + {m['sys']:.2f}) | {fig} | {ratio} |{steady}"
+              f" {m['rss'] / 2**20:.0f} MiB | {m['rss'] / vus / 1024:.0f} KiB |")
 PY
