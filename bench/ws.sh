@@ -14,6 +14,8 @@
 # peak RSS per VU too.
 #
 #   bench/ws.sh               one table per mode; raw files under OUT
+#   bench/ws.sh --table DIR   the tables again from DIR (runs of several sessions may be
+#                             gathered there as MODE-TOOL-N directories)
 #
 # Environment (defaults in brackets):
 #   VUS [1000]  DUR [10] seconds of load per run  REPS [2] runs per tool (interleaved)
@@ -49,6 +51,66 @@ OUT=${OUT:-$ROOT/bench/out/ws-$(date +%Y%m%d-%H%M%S)}
 export K6_NO_USAGE_REPORT=true
 
 case "${1:-}" in -h|--help) sed -n '2,/^set -eu/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;; esac
+table() {
+python3 - "$1" "$VUS" "$TOOLS" "$MODES" "$RATE" "$DUR" <<'PY'
+import os, statistics, sys
+out, vus, tools, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
+rate, dur = int(sys.argv[5]), int(sys.argv[6])
+meds = {}
+# The 1-s runs first: the max table subtracts them.
+for mode in sorted(modes, key=lambda m: m != "short"):
+    rows = {}
+    for t in tools:
+        pre = f"{mode}-{t}-"
+        for d in sorted(os.listdir(out)):
+            if not d.startswith(pre) or not d[len(pre):].isdigit():
+                continue
+            p = os.path.join(out, d)
+            e, u, s, rss = open(p + "/time.txt").read().split()[-4:]
+            msgs = int(open(p + "/msgs.txt").read())
+            cpu = float(u) + float(s)
+            rows.setdefault(t, []).append((msgs, cpu, float(u), float(s), int(rss) * 1024))
+    if not rows:
+        continue
+    med = {t: {"per": statistics.median(m / max(c, 1e-9) for m, c, *_ in r),
+               "ms1k": statistics.median(1e6 * c / max(m, 1) for m, c, *_ in r),
+               "msgs": statistics.median(x[0] for x in r),
+               "cpu": statistics.median(x[1] for x in r),
+               "usr": statistics.median(x[2] for x in r),
+               "sys": statistics.median(x[3] for x in r),
+               "rss": statistics.median(x[4] for x in r)} for t, r in rows.items()}
+    meds[mode] = med
+    if mode == "short":
+        continue
+    base = med.get("k6")
+    n = len(next(iter(rows.values())))
+    if mode == "max":
+        print(f"\nmax throughput (closed model, one message in flight per connection), {vus} connections, {dur} s; medians of {n} runs")
+        print("| tool | msgs received | tool CPU-s (user + sys) | msgs / CPU-s | vs k6 | steady msgs / CPU-s (vs k6) | peak RSS | RSS / VU |")
+    else:
+        print(f"\nfixed rate {rate:,} msgs/s in total ({vus} connections × {rate / vus:g}/s), {dur} s; medians of {n} runs")
+        print("| tool | msgs received | tool CPU-s (user + sys) | CPU-ms / 1,000 msgs | vs k6 (k6 / tool) | peak RSS | RSS / VU |")
+    print("|---|---:|---:|---:|---:|" + ("---:|" if mode == "max" else "") + "---:|---:|")
+    for t in tools:
+        if t not in med:
+            continue
+        m = med[t]
+        steady = ""
+        if mode == "max":
+            fig, ratio = f"{m['per']:,.0f}", (f"{m['per'] / base['per']:.1f}×" if base else "-")
+            # Minus the 1-s run's messages and CPU: the cost per message without the fixed part.
+            sh = meds.get("short", {})
+            st = lambda t: (meds["max"][t]["msgs"] - sh[t]["msgs"]) / max(1e-9, meds["max"][t]["cpu"] - sh[t]["cpu"])
+            steady = " - |"
+            if t in sh:
+                steady = f" {st(t):,.0f}" + (f" ({st(t) / st('k6'):.1f}×)" if "k6" in sh else "") + " |"
+        else:
+            fig, ratio = f"{m['ms1k']:.1f}", (f"{base['ms1k'] / m['ms1k']:.1f}×" if base else "-")
+        print(f"| {t} | {m['msgs']:,.0f} | {m['cpu']:.2f} ({m['usr']:.2f} + {m['sys']:.2f}) | {fig} | {ratio} |{steady}"
+              f" {m['rss'] / 2**20:.0f} MiB | {m['rss'] / vus / 1024:.0f} KiB |")
+PY
+}
+if [ "${1:-}" = --table ]; then table "${2:?--table DIR}"; exit 0; fi
 [ -x /usr/bin/time ] || die "/usr/bin/time (GNU time) is required"
 [ -x "$VOLLEY" ] || die "no volley binary at $VOLLEY (cargo build --release -p volley, or VOLLEY=...)"
 mkdir -p "$OUT"
@@ -101,60 +163,4 @@ for rep in $(seq "$REPS"); do
   done
 done
 
-python3 - "$OUT" "$VUS" "$TOOLS" "$MODES" "$RATE" "$DUR" <<'PY'
-import os, statistics, sys
-out, vus, tools, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
-rate, dur = int(sys.argv[5]), int(sys.argv[6])
-meds = {}
-# The 1-s runs first: the max table subtracts them.
-for mode in sorted(modes, key=lambda m: m != "short"):
-    rows = {}
-    for t in tools:
-        pre = f"{mode}-{t}-"
-        for d in sorted(os.listdir(out)):
-            if not d.startswith(pre) or not d[len(pre):].isdigit():
-                continue
-            p = os.path.join(out, d)
-            e, u, s, rss = open(p + "/time.txt").read().split()[-4:]
-            msgs = int(open(p + "/msgs.txt").read())
-            cpu = float(u) + float(s)
-            rows.setdefault(t, []).append((msgs, cpu, float(u), float(s), int(rss) * 1024))
-    if not rows:
-        continue
-    med = {t: {"per": statistics.median(m / c for m, c, *_ in r),
-               "ms1k": statistics.median(1e6 * c / m for m, c, *_ in r),
-               "msgs": statistics.median(x[0] for x in r),
-               "cpu": statistics.median(x[1] for x in r),
-               "usr": statistics.median(x[2] for x in r),
-               "sys": statistics.median(x[3] for x in r),
-               "rss": statistics.median(x[4] for x in r)} for t, r in rows.items()}
-    meds[mode] = med
-    if mode == "short":
-        continue
-    base = med.get("k6")
-    n = len(next(iter(rows.values())))
-    if mode == "max":
-        print(f"\nmax throughput (closed model, one message in flight per connection), {vus} connections, {dur} s; medians of {n} runs")
-        print("| tool | msgs received | tool CPU-s (user + sys) | msgs / CPU-s | vs k6 | steady msgs / CPU-s (vs k6) | peak RSS | RSS / VU |")
-    else:
-        print(f"\nfixed rate {rate:,} msgs/s in total ({vus} connections × {rate / vus:g}/s), {dur} s; medians of {n} runs")
-        print("| tool | msgs received | tool CPU-s (user + sys) | CPU-ms / 1,000 msgs | vs k6 (k6 / tool) | peak RSS | RSS / VU |")
-    print("|---|---:|---:|---:|---:|" + ("---:|" if mode == "max" else "") + "---:|---:|")
-    for t in tools:
-        if t not in med:
-            continue
-        m = med[t]
-        steady = ""
-        if mode == "max":
-            fig, ratio = f"{m['per']:,.0f}", (f"{m['per'] / base['per']:.1f}×" if base else "-")
-            # Minus the 1-s run's messages and CPU: the cost per message without the fixed part.
-            sh = meds.get("short", {})
-            st = lambda t: (meds["max"][t]["msgs"] - sh[t]["msgs"]) / max(1e-9, meds["max"][t]["cpu"] - sh[t]["cpu"])
-            steady = " - |"
-            if t in sh:
-                steady = f" {st(t):,.0f}" + (f" ({st(t) / st('k6'):.1f}×)" if "k6" in sh else "") + " |"
-        else:
-            fig, ratio = f"{m['ms1k']:.1f}", (f"{base['ms1k'] / m['ms1k']:.1f}×" if base else "-")
-        print(f"| {t} | {m['msgs']:,.0f} | {m['cpu']:.2f} ({m['usr']:.2f} + {m['sys']:.2f}) | {fig} | {ratio} |{steady}"
-              f" {m['rss'] / 2**20:.0f} MiB | {m['rss'] / vus / 1024:.0f} KiB |")
-PY
+table "$OUT"
