@@ -472,9 +472,28 @@ impl WsConn {
 mod tests {
     use super::*;
 
-    /// `next`'s one timer is reused across calls: a later deadline moves it, an earlier one
-    /// (after a wait cut short by a message) re-registers it, and a deadline that already
-    /// fired still fires again; each wait ends at its own deadline, never before.
+    /// A connection to a fresh target's `/ws/echo`, with the runtime that must drive it.
+    fn echo() -> (
+        volley_testserver::RunningTarget,
+        tokio::runtime::Runtime,
+        WsConn,
+        WsSender,
+    ) {
+        let t = volley_testserver::spawn(volley_testserver::TargetConfig::default()).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let req = WsRequest {
+            url: format!("ws://{}/ws/echo", t.local_addr()),
+            ..WsRequest::default()
+        };
+        let (conn, tx, _) = rt
+            .block_on(connect(&req, &ClientSettings::default()))
+            .unwrap();
+        (t, rt, conn, tx)
+    }
+
     /// Wait for the next event with a deadline `d` from now: the event and the time taken.
     async fn wait(conn: &mut WsConn, d: Duration) -> (WsEvent, Duration) {
         let start = Instant::now();
@@ -484,20 +503,13 @@ mod tests {
         (ev, start.elapsed())
     }
 
+    /// `next`'s one timer is reused across calls: a later deadline moves it, an earlier one
+    /// (after a wait cut short by a message) re-registers it, and a deadline that already
+    /// fired still fires again; each wait ends at its own deadline, never before.
     #[test]
     fn one_timer_serves_every_deadline() {
-        let t = volley_testserver::spawn(volley_testserver::TargetConfig::default()).unwrap();
-        let url = format!("ws://{}/ws/echo", t.local_addr());
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let (_t, rt, mut conn, _) = echo();
         rt.block_on(async {
-            let req = WsRequest {
-                url,
-                ..WsRequest::default()
-            };
-            let (mut conn, _, _) = connect(&req, &ClientSettings::default()).await.unwrap();
             let ms = Duration::from_millis;
             // Nothing sent, nothing comes back: the first deadline fires.
             let (ev, took) = wait(&mut conn, ms(40)).await;
@@ -526,39 +538,25 @@ mod tests {
     /// never yielding: the body runs on its own thread so that shows as a failure, not a hang).
     #[test]
     fn queued_frames_are_written_together_in_order() {
-        let t = volley_testserver::spawn(volley_testserver::TargetConfig::default()).unwrap();
-        let url = format!("ws://{}/ws/echo", t.local_addr());
+        let (_t, rt, mut conn, tx) = echo();
         let (done_tx, done) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            queued_frames(url);
+            rt.block_on(async {
+                for i in 0..5 {
+                    assert!(tx.send(WsCmd::Text(format!("m{i}"))));
+                }
+                drop(tx);
+                let until = Instant::now() + Duration::from_secs(5);
+                for i in 0..5 {
+                    assert_eq!(conn.next(Some(until)).await, WsEvent::Text(format!("m{i}")));
+                }
+                // The queue is closed for good; the socket still times out normally.
+                let soon = Instant::now() + Duration::from_millis(20);
+                assert_eq!(conn.next(Some(soon)).await, WsEvent::Timeout);
+            });
             let _ = done_tx.send(());
         });
         done.recv_timeout(Duration::from_secs(20))
             .expect("the connection hung (or panicked) after its queue closed");
-    }
-
-    fn queued_frames(url: String) {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let req = WsRequest {
-                url,
-                ..WsRequest::default()
-            };
-            let (mut conn, tx, _) = connect(&req, &ClientSettings::default()).await.unwrap();
-            for i in 0..5 {
-                assert!(tx.send(WsCmd::Text(format!("m{i}"))));
-            }
-            drop(tx);
-            let until = Instant::now() + Duration::from_secs(5);
-            for i in 0..5 {
-                assert_eq!(conn.next(Some(until)).await, WsEvent::Text(format!("m{i}")));
-            }
-            // The queue is closed for good; the socket still times out normally.
-            let soon = Instant::now() + Duration::from_millis(20);
-            assert_eq!(conn.next(Some(soon)).await, WsEvent::Timeout);
-        });
     }
 }
