@@ -1,17 +1,30 @@
 #!/usr/bin/env bash
 # bench/ws.sh -- WebSocket echo at VUS connections: k6 and `volley run` on the same k6/ws
-# script (bench/scripts/k6_ws_echo.js: each VU sends every echo straight back), and
-# `volley ws -c VUS` (closed model: one message in flight per connection), the tool pinned to
-# one CPU and `volley target --threads 1` (its /ws/echo) to another. Reports messages
-# received per tool CPU-second (and the ratio to k6) and peak RSS per VU.
+# script (bench/scripts/k6_ws_echo.js) and `volley ws -c VUS`, the same workload for all three
+# (VUS connections, the same 32-byte text message), the tool pinned to one CPU and `volley
+# target --threads 1` (its /ws/echo) to another. Two paces (MODES):
+#   max   closed model: one message in flight per connection, each echo sent straight back
+#         (`volley ws` without -q) -- messages per tool CPU-second, the ratio to k6;
+#   short the max run cut to 1 s: its CPU is mostly the fixed cost (startup, 1,000 connects,
+#         teardown), so (max - short) gives the steady per-message cost ("steady" column);
+#   rate  the same fixed rate for every tool: RATE messages/s in total, each connection
+#         sending every VUS*1000/RATE ms whether or not echoes came back (`volley ws -q RATE`)
+#         -- tool CPU-ms per 1,000 messages at that rate, the ratio to k6.
+# Tool CPU is user+sys from getrusage (GNU time, startup and the 1,000 connects included);
+# peak RSS per VU too.
 #
-#   bench/ws.sh               one table; raw files under OUT
+#   bench/ws.sh               one table per mode; raw files under OUT
+#   bench/ws.sh --table DIR   the tables again from DIR (runs of several sessions may be
+#                             gathered there as MODE-TOOL-N directories)
 #
 # Environment (defaults in brackets):
 #   VUS [1000]  DUR [10] seconds of load per run  REPS [2] runs per tool (interleaved)
+#   MODES ["max short rate"]  RATE [10000] messages/s in total in the rate mode
 #   TOOL_CPU [0] TARGET_CPU [1]  PORT [18390]  OUT [bench/out/ws-<timestamp>]
 #   K6 [$PEERS/bin/k6]  PEERS [~/.cache/volley-peers]  VOLLEY [target/release/volley]
 #   TOOLS ["k6 volley-run volley-ws"]
+#   BEFORE [unset] a second volley binary: adds the tools volley-run-before and
+#   volley-ws-before, run interleaved with the others (before/after in the same minutes)
 # Nothing leaves 127.0.0.1 (k6's usage report is off).
 set -eu
 
@@ -26,17 +39,83 @@ REPS=${REPS:-2}
 TOOL_CPU=${TOOL_CPU:-0}
 TARGET_CPU=${TARGET_CPU:-1}
 PORT=${PORT:-18390}
-TOOLS=${TOOLS:-"k6 volley-run volley-ws"}
+TOOLS=${TOOLS:-"k6 volley-run volley-ws${BEFORE:+ volley-run-before volley-ws-before}"}
+MODES=${MODES:-"max short rate"}
+RATE=${RATE:-10000}
+SEND_MS=$((VUS * 1000 / RATE))
+[ $((VUS * 1000 % RATE)) -eq 0 ] || die "RATE must divide VUS*1000 (each connection sends every VUS*1000/RATE ms)"
+MSG=0123456789abcdef0123456789abcdef
 K6=${K6:-$PEERS/bin/k6}
 VOLLEY=${VOLLEY:-$ROOT/target/release/volley}
 OUT=${OUT:-$ROOT/bench/out/ws-$(date +%Y%m%d-%H%M%S)}
 export K6_NO_USAGE_REPORT=true
 
 case "${1:-}" in -h|--help) sed -n '2,/^set -eu/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;; esac
+table() {
+python3 - "$1" "$VUS" "$TOOLS" "$MODES" "$RATE" "$DUR" <<'PY'
+import os, statistics, sys
+out, vus, tools, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
+rate, dur = int(sys.argv[5]), int(sys.argv[6])
+meds = {}
+# The 1-s runs first: the max table subtracts them.
+for mode in sorted(modes, key=lambda m: m != "short"):
+    rows = {}
+    for t in tools:
+        pre = f"{mode}-{t}-"
+        for d in sorted(os.listdir(out)):
+            if not d.startswith(pre) or not d[len(pre):].isdigit():
+                continue
+            p = os.path.join(out, d)
+            e, u, s, rss = open(p + "/time.txt").read().split()[-4:]
+            msgs = int(open(p + "/msgs.txt").read())
+            cpu = float(u) + float(s)
+            rows.setdefault(t, []).append((msgs, cpu, float(u), float(s), int(rss) * 1024))
+    if not rows:
+        continue
+    med = {t: {"per": statistics.median(m / max(c, 1e-9) for m, c, *_ in r),
+               "ms1k": statistics.median(1e6 * c / max(m, 1) for m, c, *_ in r),
+               "msgs": statistics.median(x[0] for x in r),
+               "cpu": statistics.median(x[1] for x in r),
+               "usr": statistics.median(x[2] for x in r),
+               "sys": statistics.median(x[3] for x in r),
+               "rss": statistics.median(x[4] for x in r)} for t, r in rows.items()}
+    meds[mode] = med
+    if mode == "short":
+        continue
+    base = med.get("k6")
+    n = len(next(iter(rows.values())))
+    if mode == "max":
+        print(f"\nmax throughput (closed model, one message in flight per connection), {vus} connections, {dur} s; medians of {n} runs")
+        print("| tool | msgs received | tool CPU-s (user + sys) | msgs / CPU-s | vs k6 | steady msgs / CPU-s (vs k6) | peak RSS | RSS / VU |")
+    else:
+        print(f"\nfixed rate {rate:,} msgs/s in total ({vus} connections × {rate / vus:g}/s), {dur} s; medians of {n} runs")
+        print("| tool | msgs received | tool CPU-s (user + sys) | CPU-ms / 1,000 msgs | vs k6 (k6 / tool) | peak RSS | RSS / VU |")
+    print("|---|---:|---:|---:|---:|" + ("---:|" if mode == "max" else "") + "---:|---:|")
+    for t in tools:
+        if t not in med:
+            continue
+        m = med[t]
+        steady = ""
+        if mode == "max":
+            fig, ratio = f"{m['per']:,.0f}", (f"{m['per'] / base['per']:.1f}×" if base else "-")
+            # Minus the 1-s run's messages and CPU: the cost per message without the fixed part.
+            sh = meds.get("short", {})
+            st = lambda t: (meds["max"][t]["msgs"] - sh[t]["msgs"]) / max(1e-9, meds["max"][t]["cpu"] - sh[t]["cpu"])
+            steady = " - |"
+            if t in sh:
+                steady = f" {st(t):,.0f}" + (f" ({st(t) / st('k6'):.1f}×)" if "k6" in sh else "") + " |"
+        else:
+            fig, ratio = f"{m['ms1k']:.1f}", (f"{base['ms1k'] / m['ms1k']:.1f}×" if base else "-")
+        print(f"| {t} | {m['msgs']:,.0f} | {m['cpu']:.2f} ({m['usr']:.2f} + {m['sys']:.2f}) | {fig} | {ratio} |{steady}"
+              f" {m['rss'] / 2**20:.0f} MiB | {m['rss'] / vus / 1024:.0f} KiB |")
+PY
+}
+if [ "${1:-}" = --table ]; then table "${2:?--table DIR}"; exit 0; fi
 [ -x /usr/bin/time ] || die "/usr/bin/time (GNU time) is required"
 [ -x "$VOLLEY" ] || die "no volley binary at $VOLLEY (cargo build --release -p volley, or VOLLEY=...)"
 mkdir -p "$OUT"
 cp "$VOLLEY" "$OUT/volley"
+if [ -n "${BEFORE:-}" ]; then cp "$BEFORE" "$OUT/volley-before"; fi
 ulimit -n 65536 2>/dev/null || log "warning: could not raise the open-file limit"
 
 taskset -c "$TARGET_CPU" "$OUT/volley" target --listen "127.0.0.1:$PORT" --threads 1 \
@@ -46,27 +125,31 @@ trap 'kill $TPID 2>/dev/null || true' EXIT
 for _ in $(seq 50); do grep -q listening "$OUT/target.log" && break; sleep 0.1; done
 WS="ws://127.0.0.1:$PORT/ws/echo"
 
-# one TOOL REP: a pinned run; time.txt = elapsed user sys maxrss_kb; msgs.txt = received.
+# one MODE TOOL REP: a pinned run; time.txt = elapsed user sys maxrss_kb; msgs.txt = received.
 one() {
-  local tool=$1 rep=$2 dir="$OUT/$1-$2"
+  local mode=$1 tool=$2 rep=$3 dir="$OUT/$1-$2-$3"
   mkdir -p "$dir"
-  local limit=$((DUR + 120))
+  local dur=$DUR send=0 q=() bin="$OUT/volley"
+  case $tool in *-before) bin="$OUT/volley-before" ;; esac
+  if [ "$mode" = rate ]; then send=$SEND_MS; q=(-q "$RATE"); fi
+  if [ "$mode" = short ]; then dur=1; fi
+  local limit=$((dur + 120))
   case $tool in
     k6) set -- "$K6" run -q --no-usage-report --address 127.0.0.1:0 -e "WS=$WS" \
-          -e "VUS=$VUS" -e "DUR_MS=$((DUR * 1000))" --summary-export "$dir/export.json" \
+          -e "VUS=$VUS" -e "DUR_MS=$((dur * 1000))" -e "SEND_MS=$send" \
+          --summary-export "$dir/export.json" "$HERE/scripts/k6_ws_echo.js" ;;
+    volley-run*) set -- "$bin" run -q -e "WS=$WS" -e "VUS=$VUS" \
+          -e "DUR_MS=$((dur * 1000))" -e "SEND_MS=$send" --summary-export "$dir/export.json" \
           "$HERE/scripts/k6_ws_echo.js" ;;
-    volley-run) set -- "$OUT/volley" run -q -e "WS=$WS" -e "VUS=$VUS" \
-          -e "DUR_MS=$((DUR * 1000))" --summary-export "$dir/export.json" \
-          "$HERE/scripts/k6_ws_echo.js" ;;
-    volley-ws) set -- "$OUT/volley" ws "$WS" -c "$VUS" -z "${DUR}s" --json ;;
+    volley-ws*) set -- "$bin" ws "$WS" -c "$VUS" -z "${dur}s" -m "$MSG" "${q[@]}" --json ;;
   esac
-  log "$tool rep $rep: $*"
+  log "$mode $tool rep $rep: $*"
   timeout -s INT -k 5 "$limit" taskset -c "$TOOL_CPU" \
     /usr/bin/time -f '%e %U %S %M' -o "$dir/time.txt" "$@" > "$dir/stdout" 2> "$dir/stderr" || true
   python3 - "$dir" "$tool" <<'PY'
 import json, sys
 d, tool = sys.argv[1], sys.argv[2]
-if tool == "volley-ws":
+if tool.startswith("volley-ws"):
     n = json.load(open(d + "/stdout"))["messages_received"]
 else:
     n = json.load(open(d + "/export.json"))["metrics"]["ws_msgs_received"]["count"]
@@ -75,34 +158,9 @@ PY
 }
 
 for rep in $(seq "$REPS"); do
-  for tool in $TOOLS; do one "$tool" "$rep"; sleep 2; done
+  for mode in $MODES; do
+    for tool in $TOOLS; do one "$mode" "$tool" "$rep"; sleep 2; done
+  done
 done
 
-python3 - "$OUT" "$VUS" "$TOOLS" <<'PY'
-import os, statistics, sys
-out, vus, tools = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
-rows = {}
-for t in tools:
-    for d in sorted(os.listdir(out)):
-        if not d.startswith(t + "-") or not d[len(t) + 1:].isdigit():
-            continue
-        p = os.path.join(out, d)
-        e, u, s, rss = open(p + "/time.txt").read().split()[-4:]
-        msgs = int(open(p + "/msgs.txt").read())
-        cpu = float(u) + float(s)
-        rows.setdefault(t, []).append((msgs, cpu, float(e), int(rss) * 1024))
-med = {t: (statistics.median(m / c for m, c, _, _ in r),
-           statistics.median(m for m, _, _, _ in r),
-           statistics.median(c for _, c, _, _ in r),
-           statistics.median(x for _, _, _, x in r)) for t, r in rows.items()}
-base = med.get("k6", (0,))[0]
-print(f"VUs {vus}; medians of {len(next(iter(rows.values())))} runs per tool")
-print("| tool | msgs received | tool CPU-s | msgs / CPU-s | vs k6 | peak RSS | RSS / VU |")
-print("|---|---:|---:|---:|---:|---:|---:|")
-for t in tools:
-    if t not in med:
-        continue
-    r, m, c, x = med[t]
-    ratio = f"{r / base:.1f}×" if base else "-"
-    print(f"| {t} | {m:,.0f} | {c:.2f} | {r:,.0f} | {ratio} | {x / 2**20:.0f} MiB | {x / vus / 1024:.0f} KiB |")
-PY
+table "$OUT"

@@ -1,10 +1,15 @@
-// WebSocket echo ping-pong for bench/ws.sh: each VU opens one socket to /ws/echo, sends a
-// 32-byte message and sends every echo straight back, for DUR_MS, then closes. The same
-// script runs under k6 and `volley run`; `volley ws -c VUS` does the same load natively.
+// WebSocket echo for bench/ws.sh: each VU opens one socket to /ws/echo and, for DUR_MS, then
+// closes. Two paces, the same for every tool:
+// - SEND_MS unset or 0 (max throughput, closed model): send a 32-byte message and send every
+//   echo straight back (one message in flight per connection), as `volley ws -c VUS`;
+// - SEND_MS > 0 (fixed rate): send the 32-byte message every SEND_MS ms whatever the echoes
+//   do, as `volley ws -c VUS -q VUS*1000/SEND_MS`.
+// The same script runs under k6 and `volley run`.
 import ws from "k6/ws";
 
 const URL = __ENV.WS || "ws://127.0.0.1:18390/ws/echo";
 const DUR_MS = Number(__ENV.DUR_MS || 10000);
+const SEND_MS = Number(__ENV.SEND_MS || 0);
 const MSG = "0123456789abcdef0123456789abcdef";
 
 export const options = {
@@ -21,13 +26,21 @@ export const options = {
 export default function () {
   ws.connect(URL, {}, function (socket) {
     socket.on("open", function () {
-      socket.send(MSG);
+      if (SEND_MS > 0) {
+        socket.setInterval(function () {
+          socket.send(MSG);
+        }, SEND_MS);
+      } else {
+        socket.send(MSG);
+      }
       socket.setTimeout(function () {
         socket.close();
       }, DUR_MS);
     });
-    socket.on("message", function (m) {
-      socket.send(m);
-    });
+    if (SEND_MS === 0) {
+      socket.on("message", function (m) {
+        socket.send(m);
+      });
+    }
   });
 }

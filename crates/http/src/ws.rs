@@ -111,6 +111,24 @@ impl WsSender {
 
 type Stream = WebSocketStream<Io<Arc<WireCounters>>>;
 
+/// A message built once and sent many times (quick mode's fixed payload): each send clones a
+/// reference count, not the bytes, and allocates nothing.
+#[derive(Clone, Debug)]
+pub struct Prebuilt(Message);
+
+impl Prebuilt {
+    pub fn text(s: String) -> Prebuilt {
+        Prebuilt(Message::text(s))
+    }
+
+    pub fn binary(b: Vec<u8>) -> Prebuilt {
+        Prebuilt(Message::binary(b))
+    }
+}
+
+/// Far enough ahead to mean "no deadline" for the connection's one timer.
+const NO_DEADLINE: Duration = Duration::from_secs(86_400 * 365);
+
 /// An open WebSocket.
 pub struct WsConn {
     ws: Stream,
@@ -120,6 +138,13 @@ pub struct WsConn {
     reported: (u64, u64),
     /// We sent a close frame: the next close from the peer (or EOF) ends it cleanly.
     closing: bool,
+    /// Every [`WsSender`] is gone (quick mode drops its own at once): [`WsConn::next`] stops
+    /// polling the queue, which costs a waker registration per event.
+    queue_closed: bool,
+    /// The deadline of [`WsConn::next`], kept across calls: a message loop that waits with
+    /// the same (or a later) deadline each time moves one timer-wheel entry instead of
+    /// registering and cancelling a timer per message.
+    timer: std::pin::Pin<Box<tokio::time::Sleep>>,
     pub remote: SocketAddr,
 }
 
@@ -200,6 +225,8 @@ pub async fn connect(
         wire,
         reported: (0, 0),
         closing: false,
+        queue_closed: false,
+        timer: Box::pin(tokio::time::sleep(NO_DEADLINE)),
         remote: addr,
     };
     Ok((conn, WsSender(tx), hs))
@@ -279,6 +306,15 @@ fn classify(e: &TError) -> ErrorClass {
     }
 }
 
+/// A write that must finish within [`WRITE_WAIT`] (a peer that stopped reading is an error).
+async fn timed(write: impl std::future::Future<Output = Result<(), TError>>) -> Result<(), String> {
+    match tokio::time::timeout(WRITE_WAIT, write).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(format!("websocket: {e}")),
+        Err(_) => Err("websocket: write timed out".into()),
+    }
+}
+
 fn message_of(cmd: WsCmd) -> Message {
     match cmd {
         WsCmd::Text(s) => Message::text(s),
@@ -302,23 +338,23 @@ impl WsConn {
 
     /// Write what is queued, then wait for the next event or `deadline`.
     pub async fn next(&mut self, deadline: Option<Instant>) -> WsEvent {
-        let sleep = async {
-            match deadline {
-                Some(d) => tokio::time::sleep_until(d.into()).await,
-                None => std::future::pending().await,
+        let timed = deadline.is_some();
+        if let Some(d) = deadline {
+            let d = tokio::time::Instant::from(d);
+            if self.timer.deadline() != d {
+                // Cheap when later than the entry's slot: tokio only extends it.
+                self.timer.as_mut().reset(d);
             }
-        };
-        tokio::pin!(sleep);
+        }
         loop {
             tokio::select! {
                 biased;
-                cmd = self.rx.recv() => {
-                    let Some(cmd) = cmd else { continue };
-                    if let WsCmd::Close(..) = cmd {
-                        self.closing = true;
-                    }
-                    let write = self.ws.send(message_of(cmd));
-                    match tokio::time::timeout(WRITE_WAIT, write).await {
+                cmd = self.rx.recv(), if !self.queue_closed => {
+                    let Some(cmd) = cmd else {
+                        self.queue_closed = true;
+                        continue;
+                    };
+                    match tokio::time::timeout(WRITE_WAIT, self.write_queued(cmd)).await {
                         Ok(Ok(())) => {}
                         Ok(Err(e)) => return self.gone(Some(e)),
                         Err(_) => return self.gone_with("websocket: write timed out".into()),
@@ -347,9 +383,26 @@ impl WsConn {
                         Message::Frame(_) => {}
                     },
                 },
-                _ = &mut sleep => return WsEvent::Timeout,
+                _ = self.timer.as_mut(), if timed => return WsEvent::Timeout,
             }
         }
+    }
+
+    /// Write `first` and every frame queued behind it with one flush: a handler that sends
+    /// several messages costs one write.
+    async fn write_queued(&mut self, first: WsCmd) -> Result<(), TError> {
+        let mut cmd = first;
+        loop {
+            if let WsCmd::Close(..) = cmd {
+                self.closing = true;
+            }
+            self.ws.feed(message_of(cmd)).await?;
+            match self.rx.try_recv() {
+                Ok(c) => cmd = c,
+                Err(_) => break,
+            }
+        }
+        self.ws.flush().await
     }
 
     /// Write one frame now, bypassing the queue (quick mode's hot path: no channel). A write
@@ -358,11 +411,23 @@ impl WsConn {
         if let WsCmd::Close(..) = cmd {
             self.closing = true;
         }
-        match tokio::time::timeout(WRITE_WAIT, self.ws.send(message_of(cmd))).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(format!("websocket: {e}")),
-            Err(_) => Err("websocket: write timed out".into()),
+        timed(self.ws.send(message_of(cmd))).await
+    }
+
+    /// [`WsConn::send_now`] of a message built once; with `flush` false it stays buffered
+    /// until [`WsConn::flush_now`] (or a later send), so messages due together go in one
+    /// write.
+    pub async fn send_prebuilt(&mut self, m: &Prebuilt, flush: bool) -> Result<(), String> {
+        if flush {
+            timed(self.ws.send(m.0.clone())).await
+        } else {
+            timed(self.ws.feed(m.0.clone())).await
         }
+    }
+
+    /// Write what [`WsConn::send_prebuilt`] left buffered.
+    pub async fn flush_now(&mut self) -> Result<(), String> {
+        timed(self.ws.flush()).await
     }
 
     /// Write what is queued (a close frame, last sends) within [`WRITE_WAIT`], then close.
@@ -400,5 +465,98 @@ impl WsConn {
             reason: String::new(),
             error: Some(error),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connection to a fresh target's `/ws/echo`, with the runtime that must drive it.
+    fn echo() -> (
+        volley_testserver::RunningTarget,
+        tokio::runtime::Runtime,
+        WsConn,
+        WsSender,
+    ) {
+        let t = volley_testserver::spawn(volley_testserver::TargetConfig::default()).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let req = WsRequest {
+            url: format!("ws://{}/ws/echo", t.local_addr()),
+            ..WsRequest::default()
+        };
+        let (conn, tx, _) = rt
+            .block_on(connect(&req, &ClientSettings::default()))
+            .unwrap();
+        (t, rt, conn, tx)
+    }
+
+    /// Wait for the next event with a deadline `d` from now: the event and the time taken.
+    async fn wait(conn: &mut WsConn, d: Duration) -> (WsEvent, Duration) {
+        let start = Instant::now();
+        let ev = tokio::time::timeout(Duration::from_secs(5), conn.next(Some(start + d)))
+            .await
+            .expect("the wait must end by its deadline");
+        (ev, start.elapsed())
+    }
+
+    /// `next`'s one timer is reused across calls: a later deadline moves it, an earlier one
+    /// (after a wait cut short by a message) re-registers it, and a deadline that already
+    /// fired still fires again; each wait ends at its own deadline, never before.
+    #[test]
+    fn one_timer_serves_every_deadline() {
+        let (_t, rt, mut conn, _) = echo();
+        rt.block_on(async {
+            let ms = Duration::from_millis;
+            // Nothing sent, nothing comes back: the first deadline fires.
+            let (ev, took) = wait(&mut conn, ms(40)).await;
+            assert_eq!(ev, WsEvent::Timeout);
+            assert!(took >= ms(40), "{took:?}");
+            // A later deadline: the same timer, moved.
+            let (ev, took) = wait(&mut conn, ms(80)).await;
+            assert_eq!(ev, WsEvent::Timeout);
+            assert!(took >= ms(80), "{took:?}");
+            // A far deadline cut short by an echo, then a near one: the timer moves back.
+            conn.send_now(WsCmd::Text("a".into())).await.unwrap();
+            let (ev, took) = wait(&mut conn, ms(60_000)).await;
+            assert_eq!(ev, WsEvent::Text("a".into()));
+            assert!(took < ms(5000));
+            let (ev, took) = wait(&mut conn, ms(30)).await;
+            assert_eq!(ev, WsEvent::Timeout);
+            assert!(took >= ms(30) && took < ms(5000), "{took:?}");
+            // No deadline: an echo, never a timeout.
+            conn.send_now(WsCmd::Text("b".into())).await.unwrap();
+            assert_eq!(conn.next(None).await, WsEvent::Text("b".into()));
+        });
+    }
+
+    /// Frames queued together go out in one flush and arrive in order; once every sender is
+    /// gone the connection still reads and times out (it used to spin on the closed queue,
+    /// never yielding: the body runs on its own thread so that shows as a failure, not a hang).
+    #[test]
+    fn queued_frames_are_written_together_in_order() {
+        let (_t, rt, mut conn, tx) = echo();
+        let (done_tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            rt.block_on(async {
+                for i in 0..5 {
+                    assert!(tx.send(WsCmd::Text(format!("m{i}"))));
+                }
+                drop(tx);
+                let until = Instant::now() + Duration::from_secs(5);
+                for i in 0..5 {
+                    assert_eq!(conn.next(Some(until)).await, WsEvent::Text(format!("m{i}")));
+                }
+                // The queue is closed for good; the socket still times out normally.
+                let soon = Instant::now() + Duration::from_millis(20);
+                assert_eq!(conn.next(Some(soon)).await, WsEvent::Timeout);
+            });
+            let _ = done_tx.send(());
+        });
+        done.recv_timeout(Duration::from_secs(20))
+            .expect("the connection hung (or panicked) after its queue closed");
     }
 }

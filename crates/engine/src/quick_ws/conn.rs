@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use volley_http::ws::{self, WsCmd, WsConn, WsEvent};
+use volley_http::ws::{self, Prebuilt, WsCmd, WsConn, WsEvent};
 use volley_metrics::names;
 use volley_metrics::{Handle, MetricKey, MetricKind, Recorder, Unit};
 
@@ -62,6 +62,8 @@ pub struct WsBody {
     scenarios: Arc<Vec<ScenarioState>>,
     ctl: RunControl,
     h: Handles,
+    /// A fixed `--message`, built once: each send clones a reference count.
+    fixed: Option<Prebuilt>,
 }
 
 /// How a session (one connection) ended.
@@ -123,7 +125,9 @@ impl WsBody {
                 missed,
             }
         };
+        let fixed = matches!(s.cfg.payload, Payload::Fixed(_)).then(|| message(&s, 0));
         WsBody {
+            fixed,
             idx,
             rec: env.recorder.clone(),
             scenarios: env.scenarios.clone(),
@@ -156,17 +160,12 @@ impl WsBody {
         rec.add(self.h.data_received, received as f64);
     }
 
-    /// The message with sequence number `seq`.
-    fn message(&self, seq: u64) -> WsCmd {
-        let bytes = match &self.s.cfg.payload {
-            Payload::Fixed(b) => b.clone(),
-            Payload::Generated { size } => generated(seq, *size),
-        };
-        if self.s.cfg.binary {
-            WsCmd::Binary(bytes)
-        } else {
-            // Fixed text was checked to be UTF-8 by the CLI; generated text is ASCII.
-            WsCmd::Text(String::from_utf8_lossy(&bytes).into_owned())
+    /// Buffer the message with sequence number `seq`: the session flushes before it waits,
+    /// so messages due together go in one write.
+    async fn send(&self, conn: &mut WsConn, seq: u64) -> Result<(), String> {
+        match &self.fixed {
+            Some(m) => conn.send_prebuilt(m, false).await,
+            None => conn.send_prebuilt(&message(&self.s, seq), false).await,
         }
     }
 
@@ -275,7 +274,8 @@ impl WsBody {
                 _ = sleep_opt(deadline) => return Outcome::Ok,
                 r = tokio::time::timeout(self.s.cfg.connect_timeout, connect) => r,
             };
-            let (mut conn, _tx, _hs) = match res {
+            // The sender is dropped: this loop writes directly, never through the queue.
+            let (mut conn, _, _) = match res {
                 Ok(Ok(c)) => c,
                 Ok(Err(e)) => {
                     match &e.response {
@@ -327,6 +327,13 @@ impl WsBody {
 
     /// Send and match until there is nothing left to do on this connection.
     async fn session(&self, conn: &mut WsConn, st: &mut State, stop: &StopToken) -> SessionEnd {
+        // Made once per session, not per message: each registers with a `Notify`.
+        let stopped = stop.stopped();
+        let interrupted = stop.interrupted();
+        tokio::pin!(stopped, interrupted);
+        // A finished `async fn` future must not be polled again.
+        let mut was_interrupted = false;
+        let mut unflushed = false;
         loop {
             let now = Instant::now();
             let due = self.next_due(st, now);
@@ -351,12 +358,17 @@ impl WsBody {
                     sent: now,
                     due: open.then_some(due),
                 });
-                if conn.send_now(self.message(seq)).await.is_err() {
+                if self.send(conn, seq).await.is_err() {
                     self.error("write");
                     return SessionEnd::Lost;
                 }
+                unflushed = true;
                 self.count(self.h.sent, 1);
                 continue;
+            }
+            if std::mem::take(&mut unflushed) && conn.flush_now().await.is_err() {
+                self.error("write");
+                return SessionEnd::Lost;
             }
             if due.is_none() && st.pending.is_empty() {
                 return SessionEnd::Done;
@@ -381,8 +393,9 @@ impl WsBody {
             }
             let ev = tokio::select! {
                 biased;
-                _ = stop.stopped() => return SessionEnd::Cut,
-                _ = stop.interrupted(), if st.stopped_at.is_none() => {
+                _ = &mut stopped => return SessionEnd::Cut,
+                _ = &mut interrupted, if st.stopped_at.is_none() && !was_interrupted => {
+                    was_interrupted = true;
                     st.stopped_at = Some(Instant::now());
                     continue;
                 }
@@ -440,6 +453,20 @@ impl VuBody for WsBody {
             Phase::Iteration(ctx) => self.drive(ctx.scenario, &ctx.stop).await,
             Phase::Setup | Phase::Teardown => Outcome::Ok,
         }
+    }
+}
+
+/// The message with sequence number `seq`.
+fn message(s: &Shared, seq: u64) -> Prebuilt {
+    let bytes = match &s.cfg.payload {
+        Payload::Fixed(b) => b.clone(),
+        Payload::Generated { size } => generated(seq, *size),
+    };
+    if s.cfg.binary {
+        Prebuilt::binary(bytes)
+    } else {
+        // Fixed text was checked to be UTF-8 by the CLI; generated text is ASCII.
+        Prebuilt::text(String::from_utf8_lossy(&bytes).into_owned())
     }
 }
 

@@ -282,7 +282,8 @@ fn new_id(ctx: &Ctx<'_>, st: &VuState) -> rquickjs::Result<u32> {
     Ok(socks.last)
 }
 
-/// A socket event as the shims see it (`{t, d | code, reason, error}`), with its metrics.
+/// A socket event as the shims see it, with its metrics: a text message is the string itself
+/// (the hot path: no object, no property atoms), anything else `{t, d | code, reason, error}`.
 fn event<'js>(
     ctx: &Ctx<'js>,
     st: &VuState,
@@ -298,16 +299,19 @@ fn event<'js>(
     let mut rec = st.rec.borrow_mut();
     rec.add(s.m.data_sent, sent as f64);
     rec.add(s.m.data_received, rcvd as f64);
-    let o = Object::new(ctx.clone())?;
-    match ev {
+    let ev = match ev {
         WsEvent::Timeout => return Ok(Value::new_null(ctx.clone())),
         WsEvent::Text(t) => {
             if !s.closing {
                 rec.add(s.m.received, 1.0);
             }
-            o.set("t", "text")?;
-            o.set("d", t)?;
+            return Ok(rquickjs::String::from_str(ctx.clone(), &t)?.into_value());
         }
+        ev => ev,
+    };
+    let o = Object::new(ctx.clone())?;
+    match ev {
+        WsEvent::Timeout | WsEvent::Text(_) => {}
         WsEvent::Binary(b) => {
             if !s.closing {
                 rec.add(s.m.received, 1.0);

@@ -165,7 +165,14 @@ export class WebSocket {
   }
   _fire(type, ev) {
     const on = this._on[type];
-    const all = on ? [on].concat(this._list[type]) : this._list[type].slice();
+    const list = this._list[type];
+    // The common case, one `on<type>` handler and no listeners: no array per event.
+    if (list.length === 0) {
+      if (on) on.call(this, ev);
+      return;
+    }
+    // A copy: handlers added while this event is dispatched see the next one.
+    const all = on ? [on].concat(list) : list.slice();
     for (const f of all) f.call(this, ev);
   }
   _closed(error) {
@@ -183,6 +190,11 @@ export class WebSocket {
     this._fire("close", ev);
   }
   _event(ev) {
+    // A text message comes as the string itself (no event object from the native side).
+    if (typeof ev === "string") {
+      if (this._state !== OPEN) return;
+      return this._fire("message", { type: "message", target: this, timestamp: Date.now(), data: ev, origin: this._url });
+    }
     if (ev.t === undefined) {
       // The connect's outcome.
       if (ev.error) return this._closed(ev.error);

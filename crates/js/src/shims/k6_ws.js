@@ -20,15 +20,24 @@ class Socket {
     this._id = id;
     this._on = {};
     this._timers = [];
+    // The earliest timer's time (Infinity: none): most events find nothing due without a scan.
+    this._next = Infinity;
     this._done = false;
   }
   on(event, handler) {
     if (typeof handler === "function") (this._on[event] || (this._on[event] = [])).push(handler);
   }
-  _emit(event, arg) {
+  // Handlers without an argument ("open", "ping", "pong") and with one; two functions rather
+  // than one reading `arguments`, which QuickJS builds as an object on every call.
+  _emit(event) {
     const list = this._on[event];
     if (!list) return;
-    for (const f of list) arguments.length > 1 ? f(arg) : f();
+    for (let i = 0; i < list.length; i++) list[i]();
+  }
+  _emit1(event, arg) {
+    const list = this._on[event];
+    if (!list) return;
+    for (let i = 0; i < list.length; i++) list[i](arg);
   }
   send(message) {
     if (!this._done) V.wsSend(this._id, String(message));
@@ -53,25 +62,25 @@ class Socket {
   _timer(fn, ms, every, name) {
     const d = Number(ms);
     if (!(d > 0)) throw new Error(name + " requires a >0 timeout parameter, received " + (isNaN(d) ? "NaN" : d.toFixed(2)));
-    this._timers.push({ at: Date.now() + d, fn, every: every ? d : 0 });
+    const at = Date.now() + d;
+    this._timers.push({ at, fn, every: every ? d : 0 });
+    if (at < this._next) this._next = at;
   }
   close(code) {
     if (this._done) return;
     const c = code === undefined ? 1001 : Math.trunc(Number(code)) || 0;
     this._done = true;
     V.wsClose(this._id, c, "");
-    this._emit("close", c);
+    this._emit1("close", c);
   }
   // Run the timers that are due; the time to the next one (-1: none).
   _tick() {
-    const timers = this._timers;
-    if (timers.length === 0) return -1;
+    if (this._next === Infinity) return -1;
     const now = Date.now();
     // The common case, on every message event: nothing due yet, and no arrays made (the scan
     // below allocates two).
-    let next = Infinity;
-    for (let i = 0; i < timers.length; i++) if (timers[i].at < next) next = timers[i].at;
-    if (next > now) return next - now;
+    if (this._next > now) return this._next - now;
+    const timers = this._timers;
     const due = timers.filter((t) => t.at <= now);
     for (const t of due) {
       if (this._done) return -1;
@@ -79,8 +88,11 @@ class Socket {
       else this._timers.splice(this._timers.indexOf(t), 1);
       t.fn.call(undefined);
     }
-    if (this._timers.length === 0) return -1;
-    return Math.max(0, Math.min(...this._timers.map((t) => t.at)) - Date.now());
+    let next = Infinity;
+    for (let i = 0; i < this._timers.length; i++) if (this._timers[i].at < next) next = this._timers[i].at;
+    this._next = next;
+    if (next === Infinity) return -1;
+    return Math.max(0, next - Date.now());
   }
 }
 
@@ -119,14 +131,19 @@ export function connect(url, params, callback) {
       const wait = s._tick();
       if (s._done) break;
       const ev = V.wsNext(s._id, wait);
+      // A text message comes as the string itself (no event object per message).
+      if (typeof ev === "string") {
+        s._emit1("message", ev);
+        continue;
+      }
       if (ev === null) continue;
       if (ev === undefined) break;
       switch (ev.t) {
         case "text":
-          s._emit("message", ev.d);
+          s._emit1("message", ev.d);
           break;
         case "binary":
-          s._emit("binaryMessage", ev.d);
+          s._emit1("binaryMessage", ev.d);
           break;
         case "ping":
           s._emit("ping");
@@ -137,12 +154,12 @@ export function connect(url, params, callback) {
         case "close":
           // k6: a close other than 1000/1001 (or none at all) is an error first.
           if (ev.error || (ev.code !== 1000 && ev.code !== 1001)) {
-            s._emit("error", goError(ev.error || closeError(ev.code, ev.reason)));
+            s._emit1("error", goError(ev.error || closeError(ev.code, ev.reason)));
           }
           // The close reply went out with the server's code (src/modules/ws.rs).
           if (!s._done) {
             s._done = true;
-            s._emit("close", ev.code);
+            s._emit1("close", ev.code);
           }
           break;
       }
