@@ -237,7 +237,12 @@ mod tests {
         let third = context(&rt, false);
         let m2 = rt.memory_usage().malloc_size;
         // A lazy context is at least 8 KB smaller than an eager one.
-        assert!((m2 - m1) - (m1 - m0) > 8_000, "eager {} lazy {}", m2 - m1, m1 - m0);
+        assert!(
+            (m2 - m1) - (m1 - m0) > 8_000,
+            "eager {} lazy {}",
+            m2 - m1,
+            m1 - m0
+        );
         // Listing names and flags does not make them.
         let names = "JSON.stringify(Object.getOwnPropertyNames(globalThis))";
         let keys = |c: &Context| c.with(|ctx| ctx.eval::<String, _>(names).unwrap());
@@ -247,7 +252,10 @@ mod tests {
         assert!(m3 - m2 < 4_000, "listing made them: {m2} -> {m3}");
         let snap = |c: &Context| c.with(|ctx| ctx.eval::<String, _>(SNAPSHOT).unwrap());
         let e = snap(&eager);
-        assert!(e.contains(r#"["Uint8Array","function",true,false,true]"#), "{e}");
+        assert!(
+            e.contains(r#"["Uint8Array","function",true,false,true]"#),
+            "{e}"
+        );
         assert_eq!(e, snap(&lazy));
         assert_eq!(e, snap(&third));
     }
