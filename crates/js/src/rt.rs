@@ -32,26 +32,38 @@ use rquickjs::{Context, Runtime};
 
 /// The intrinsics of a VU's context: everything k6's JS API relies on. `Eval` only sets a
 /// pointer (the console shim is evaluated from source); `Performance` is one small object.
-/// The typed arrays come after them, lazily ([`vu_context`]).
+/// `Date`, `Map`/`Set` and the typed arrays come after them, lazily ([`vu_context`]).
 type VuIntrinsics = (
-    intrinsic::Date,
     intrinsic::Eval,
     intrinsic::RegExpCompiler,
     intrinsic::RegExp,
     intrinsic::Json,
     intrinsic::Proxy,
-    intrinsic::MapSet,
     intrinsic::Promise,
     intrinsic::Performance,
 );
 
+type Adder = unsafe extern "C" fn(*mut rquickjs::qjs::JSContext) -> std::ffi::c_int;
+
 extern "C" {
-    // Added to the vendored QuickJS (vendor/rquickjs-sys/VOLLEY.md, "Lazy typed arrays").
+    // Added to the vendored QuickJS (vendor/rquickjs-sys/VOLLEY.md, "Lazy intrinsics").
+    fn JS_VolleyAddLazyDate(ctx: *mut rquickjs::qjs::JSContext) -> std::ffi::c_int;
+    fn JS_VolleyAddLazyMapSet(ctx: *mut rquickjs::qjs::JSContext) -> std::ffi::c_int;
     fn JS_VolleyAddLazyTypedArrays(ctx: *mut rquickjs::qjs::JSContext) -> std::ffi::c_int;
 }
 
-/// Are the typed arrays made on first use (the default), or with the context
-/// (`VOLLEY_LAZY_INTRINSICS=0`, to measure the difference)?
+/// The groups made on first use, in the order they are added: (lazy, eager).
+const LAZY_GROUPS: [(Adder, Adder); 3] = [
+    (JS_VolleyAddLazyDate, rquickjs::qjs::JS_AddIntrinsicDate),
+    (JS_VolleyAddLazyMapSet, rquickjs::qjs::JS_AddIntrinsicMapSet),
+    (
+        JS_VolleyAddLazyTypedArrays,
+        rquickjs::qjs::JS_AddIntrinsicTypedArrays,
+    ),
+];
+
+/// Are `Date`, `Map`/`Set` and the typed arrays made on first use (the default), or with
+/// the context (`VOLLEY_LAZY_INTRINSICS=0`, to measure the difference)?
 fn lazy_intrinsics() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var("VOLLEY_LAZY_INTRINSICS").map_or(true, |v| v != "0"))
@@ -65,26 +77,29 @@ pub(crate) fn vu_runtime() -> rquickjs::Result<Runtime> {
     Ok(rt)
 }
 
-/// A VU's context: QuickJS's base objects plus [`VuIntrinsics`], then the typed arrays.
-/// Those are ~15 KiB per VU that most scripts never touch: their globals stand in for
-/// them until a script touches one (or a native makes an `ArrayBuffer`), which makes the
-/// whole group as QuickJS would have (same globals, order, flags).
+/// A VU's context: QuickJS's base objects plus [`VuIntrinsics`], then `Date`, `Map`/`Set`
+/// and the typed arrays ([`LAZY_GROUPS`]). Those are ~20 KB per VU that most scripts never
+/// touch: their globals stand in for them until a script touches one (or a native makes
+/// such an object), which makes the whole group as QuickJS would have (same globals,
+/// order, flags).
 pub(crate) fn vu_context(rt: &Runtime) -> rquickjs::Result<Context> {
-    typed_arrays(Context::custom::<VuIntrinsics>(rt)?, lazy_intrinsics())
+    lazy_groups(Context::custom::<VuIntrinsics>(rt)?, lazy_intrinsics())
 }
 
-fn typed_arrays(ctx: Context, lazy: bool) -> rquickjs::Result<Context> {
+fn lazy_groups(ctx: Context, lazy: bool) -> rquickjs::Result<Context> {
     let raw = ctx.as_raw().as_ptr();
-    // SAFETY: a live context, not in use elsewhere yet.
-    let r = unsafe {
-        if lazy {
-            JS_VolleyAddLazyTypedArrays(raw)
-        } else {
-            rquickjs::qjs::JS_AddIntrinsicTypedArrays(raw)
+    for (lazy_add, eager_add) in LAZY_GROUPS {
+        // SAFETY: a live context, not in use elsewhere yet.
+        let r = unsafe {
+            if lazy {
+                lazy_add(raw)
+            } else {
+                eager_add(raw)
+            }
+        };
+        if r < 0 {
+            return Err(rquickjs::Error::Allocation);
         }
-    };
-    if r < 0 {
-        return Err(rquickjs::Error::Allocation);
     }
     Ok(ctx)
 }
@@ -213,22 +228,24 @@ mod tests {
             return [n, typeof d.value, !!d.writable, !!d.enumerable, !!d.configurable];
         });
         const protos = ["ArrayBuffer", "SharedArrayBuffer", "Uint8Array", "Float64Array",
-            "BigInt64Array", "DataView"].map((n) => [n,
+            "BigInt64Array", "DataView", "Map", "Set", "WeakMap", "WeakSet", "Date"].map((n) => [n,
             Object.getOwnPropertyNames(globalThis[n]),
             Reflect.ownKeys(globalThis[n].prototype).map(String),
             Reflect.ownKeys(Object.getPrototypeOf(globalThis[n].prototype)).map(String)]);
-        JSON.stringify([g, protos, Object.getOwnPropertyNames(Atomics)])
+        const iters = [new Map().entries(), new Set().values()].map((i) =>
+            Reflect.ownKeys(Object.getPrototypeOf(i)).map(String));
+        JSON.stringify([g, protos, iters, Object.getOwnPropertyNames(Atomics)])
     "#;
 
     fn context(rt: &Runtime, lazy: bool) -> Context {
-        typed_arrays(Context::custom::<VuIntrinsics>(rt).unwrap(), lazy).unwrap()
+        lazy_groups(Context::custom::<VuIntrinsics>(rt).unwrap(), lazy).unwrap()
     }
 
-    /// Lazy typed arrays look exactly like eager ones: the same globals in the same order
+    /// Lazy typed arrays, `Map`/`Set` and `Date` look exactly like eager ones: the same globals in the same order
     /// with the same flags, the same constructors and prototypes; and they cost nothing
     /// until used.
     #[test]
-    fn lazy_typed_arrays_are_the_eager_ones_made_later() {
+    fn lazy_intrinsics_are_the_eager_ones_made_later() {
         let rt = vu_runtime().unwrap();
         let eager = context(&rt, false);
         let m0 = rt.memory_usage().malloc_size;
@@ -263,7 +280,7 @@ mod tests {
     /// Deleting or redefining a lazy global before first use, reading its descriptor, or a
     /// native making an ArrayBuffer first: as with eager typed arrays.
     #[test]
-    fn lazy_typed_arrays_deleted_redefined_or_made_natively_first() {
+    fn lazy_intrinsics_deleted_redefined_or_made_natively_first() {
         let rt = vu_runtime().unwrap();
         let cases = [
             // Deleted before use: stays deleted when the group is made by another name.
@@ -284,13 +301,26 @@ mod tests {
              [b instanceof Uint8Array, b.subarray(1).constructor === B, \
               Object.getPrototypeOf(Uint8Array) === Object.getPrototypeOf(Int8Array)].join()",
         ];
+        let more = [
+            // The other lazy groups: Map/Set/WeakMap/WeakSet, Date.
+            "delete globalThis.Map; \
+             [typeof Map, new Set([1, 2]).size, new WeakMap() instanceof WeakMap, \
+              'Map' in globalThis].join()",
+            "globalThis.Date = 3; [Date, typeof new Map().set].join()",
+            "const d = new Date(0); [d.toISOString(), d instanceof Date, \
+             Object.getPrototypeOf(new Map().keys()) === \
+             Object.getPrototypeOf(new Map().values())].join()",
+        ];
         let want = [
             "undefined,2,false,false",
             "5,7,true,true,3",
             "function,true,false,true,1.5",
             "true,true,true",
+            "undefined,2,true,false",
+            "3,function",
+            "1970-01-01T00:00:00.000Z,true,true",
         ];
-        for (src, want) in cases.iter().zip(want) {
+        for (src, want) in cases.iter().chain(&more).zip(want) {
             let c = context(&rt, true);
             let got = c.with(|ctx| ctx.eval::<String, _>(*src).unwrap());
             assert_eq!(got, want, "{src}");
@@ -313,7 +343,7 @@ mod tests {
     /// Contexts of one runtime do not share the typed arrays' constructors or prototypes,
     /// and making them in one context leaves another's lazy.
     #[test]
-    fn lazy_typed_arrays_are_per_context() {
+    fn lazy_intrinsics_are_per_context() {
         let rt = vu_runtime().unwrap();
         let a = context(&rt, true);
         let b = context(&rt, true);

@@ -9211,10 +9211,18 @@ static JSAutoInitFunc *const js_autoinit_func_table[] = {
    entry has this def_type; its magic is the group (a bit of volley_lazy). */
 #define JS_DEF_VOLLEY_LAZY 200
 #define JS_VOLLEY_LAZY_TYPED_ARRAYS 1
+#define JS_VOLLEY_LAZY_MAP_SET 2
+#define JS_VOLLEY_LAZY_DATE 4
 
+#define JS_VOLLEY_LAZY_ENTRY(group) \
+    { "", JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE, JS_DEF_VOLLEY_LAZY, \
+      group, { .i32 = 0 } }
 static const JSCFunctionListEntry js_volley_lazy_typed_arrays =
-    { "", JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE, JS_DEF_VOLLEY_LAZY,
-      JS_VOLLEY_LAZY_TYPED_ARRAYS, { .i32 = 0 } };
+    JS_VOLLEY_LAZY_ENTRY(JS_VOLLEY_LAZY_TYPED_ARRAYS);
+static const JSCFunctionListEntry js_volley_lazy_map_set =
+    JS_VOLLEY_LAZY_ENTRY(JS_VOLLEY_LAZY_MAP_SET);
+static const JSCFunctionListEntry js_volley_lazy_date =
+    JS_VOLLEY_LAZY_ENTRY(JS_VOLLEY_LAZY_DATE);
 
 static int js_add_typed_arrays(JSContext *ctx);
 
@@ -9260,6 +9268,10 @@ static int js_volley_realize(JSContext *ctx, int group)
     switch (group) {
     case JS_VOLLEY_LAZY_TYPED_ARRAYS:
         return js_add_typed_arrays(ctx);
+    case JS_VOLLEY_LAZY_MAP_SET:
+        return JS_AddIntrinsicMapSet(ctx);
+    case JS_VOLLEY_LAZY_DATE:
+        return JS_AddIntrinsicDate(ctx);
     default:
         abort();
     }
@@ -9268,11 +9280,22 @@ static int js_volley_realize(JSContext *ctx, int group)
 /* Volley: 'class_id' objects are about to be made in 'ctx' */
 static inline void js_volley_need_class(JSContext *ctx, JSClassID class_id)
 {
-    if (unlikely(ctx->volley_lazy) &&
-        class_id >= JS_CLASS_ARRAY_BUFFER && class_id <= JS_CLASS_DATAVIEW) {
-        /* on failure (out of memory) the prototype stays null */
-        js_volley_realize(ctx, JS_VOLLEY_LAZY_TYPED_ARRAYS);
-    }
+    int group;
+
+    if (likely(!ctx->volley_lazy))
+        return;
+    if (class_id >= JS_CLASS_ARRAY_BUFFER && class_id <= JS_CLASS_DATAVIEW)
+        group = JS_VOLLEY_LAZY_TYPED_ARRAYS;
+    else if ((class_id >= JS_CLASS_MAP && class_id <= JS_CLASS_WEAKSET) ||
+             class_id == JS_CLASS_MAP_ITERATOR ||
+             class_id == JS_CLASS_SET_ITERATOR)
+        group = JS_VOLLEY_LAZY_MAP_SET;
+    else if (class_id == JS_CLASS_DATE)
+        group = JS_VOLLEY_LAZY_DATE;
+    else
+        return;
+    /* on failure (out of memory) the prototype stays null */
+    js_volley_realize(ctx, group);
 }
 
 /* warning: 'prs' is reallocated after it */
@@ -63083,9 +63106,26 @@ int JS_AddIntrinsicTypedArrays(JSContext *ctx)
     return 0;
 }
 
+/* Volley: the globals 'atoms' of a group, placeholders made on first use
+   (js_volley_realize) */
+static int js_volley_add_lazy(JSContext *ctx, const JSCFunctionListEntry *e,
+                              const JSAtom *atoms, int n)
+{
+    int i;
+
+    for(i = 0; i < n; i++) {
+        if (JS_DefineAutoInitProperty(ctx, ctx->global_obj, atoms[i],
+                                      JS_AUTOINIT_ID_PROP, (void *)e,
+                                      e->prop_flags) < 0)
+            return -1;
+    }
+    ctx->volley_lazy |= e->magic;
+    return 0;
+}
+
 /* Volley: the globals of JS_AddIntrinsicTypedArrays, in its order and with
-   its flags, instantiated on first use (js_volley_realize). Atomics is an
-   autoinit object already. */
+   its flags, instantiated on first use. Atomics is an autoinit object
+   already. */
 int JS_VolleyAddLazyTypedArrays(JSContext *ctx)
 {
     JSAtom atoms[2 + JS_TYPED_ARRAY_COUNT + 1];
@@ -63096,19 +63136,32 @@ int JS_VolleyAddLazyTypedArrays(JSContext *ctx)
     for(i = 0; i < JS_TYPED_ARRAY_COUNT; i++)
         atoms[n++] = JS_ATOM_Uint8ClampedArray + i;
     atoms[n++] = JS_ATOM_DataView;
-    for(i = 0; i < n; i++) {
-        if (JS_DefineAutoInitProperty(ctx, ctx->global_obj, atoms[i],
-                                      JS_AUTOINIT_ID_PROP,
-                                      (void *)&js_volley_lazy_typed_arrays,
-                                      js_volley_lazy_typed_arrays.prop_flags) < 0)
-            return -1;
-    }
-    ctx->volley_lazy |= JS_VOLLEY_LAZY_TYPED_ARRAYS;
+    if (js_volley_add_lazy(ctx, &js_volley_lazy_typed_arrays, atoms, n))
+        return -1;
 #ifdef CONFIG_ATOMICS
     if (JS_AddIntrinsicAtomics(ctx))
         return -1;
 #endif
     return 0;
+}
+
+/* Volley: JS_AddIntrinsicMapSet's globals (Map, Set, WeakMap, WeakSet),
+   instantiated on first use */
+int JS_VolleyAddLazyMapSet(JSContext *ctx)
+{
+    JSAtom atoms[4];
+    int i;
+
+    for(i = 0; i < 4; i++)
+        atoms[i] = JS_ATOM_Map + i;
+    return js_volley_add_lazy(ctx, &js_volley_lazy_map_set, atoms, 4);
+}
+
+/* Volley: JS_AddIntrinsicDate's global, instantiated on first use */
+int JS_VolleyAddLazyDate(JSContext *ctx)
+{
+    JSAtom atom = JS_ATOM_Date;
+    return js_volley_add_lazy(ctx, &js_volley_lazy_date, &atom, 1);
 }
 
 static int js_add_typed_arrays(JSContext *ctx)
