@@ -32,18 +32,42 @@ use rquickjs::{Context, Runtime};
 
 /// The intrinsics of a VU's context: everything k6's JS API relies on. `Eval` only sets a
 /// pointer (the console shim is evaluated from source); `Performance` is one small object.
+/// `Date`, `Map`/`Set` and the typed arrays come after them, lazily ([`vu_context`]).
 type VuIntrinsics = (
-    intrinsic::Date,
     intrinsic::Eval,
     intrinsic::RegExpCompiler,
     intrinsic::RegExp,
     intrinsic::Json,
     intrinsic::Proxy,
-    intrinsic::MapSet,
-    intrinsic::TypedArrays,
     intrinsic::Promise,
     intrinsic::Performance,
 );
+
+type Adder = unsafe extern "C" fn(*mut rquickjs::qjs::JSContext) -> std::ffi::c_int;
+
+extern "C" {
+    // Added to the vendored QuickJS (vendor/rquickjs-sys/VOLLEY.md, "Lazy intrinsics").
+    fn JS_VolleyAddLazyDate(ctx: *mut rquickjs::qjs::JSContext) -> std::ffi::c_int;
+    fn JS_VolleyAddLazyMapSet(ctx: *mut rquickjs::qjs::JSContext) -> std::ffi::c_int;
+    fn JS_VolleyAddLazyTypedArrays(ctx: *mut rquickjs::qjs::JSContext) -> std::ffi::c_int;
+}
+
+/// The groups made on first use, in the order they are added: (lazy, eager).
+const LAZY_GROUPS: [(Adder, Adder); 3] = [
+    (JS_VolleyAddLazyDate, rquickjs::qjs::JS_AddIntrinsicDate),
+    (JS_VolleyAddLazyMapSet, rquickjs::qjs::JS_AddIntrinsicMapSet),
+    (
+        JS_VolleyAddLazyTypedArrays,
+        rquickjs::qjs::JS_AddIntrinsicTypedArrays,
+    ),
+];
+
+/// Are `Date`, `Map`/`Set` and the typed arrays made on first use (the default), or with
+/// the context (`VOLLEY_LAZY_INTRINSICS=0`, to measure the difference)?
+fn lazy_intrinsics() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("VOLLEY_LAZY_INTRINSICS").map_or(true, |v| v != "0"))
+}
 
 /// A VU's runtime. Call it on the VU's own (coroutine) stack: QuickJS records the stack top
 /// when the runtime is created.
@@ -53,9 +77,31 @@ pub(crate) fn vu_runtime() -> rquickjs::Result<Runtime> {
     Ok(rt)
 }
 
-/// A VU's context: QuickJS's base objects plus [`VuIntrinsics`].
+/// A VU's context: QuickJS's base objects plus [`VuIntrinsics`], then `Date`, `Map`/`Set`
+/// and the typed arrays ([`LAZY_GROUPS`]). Those are ~20 KB per VU that most scripts never
+/// touch: their globals stand in for them until a script touches one (or a native makes
+/// such an object), which makes the whole group as QuickJS would have (same globals,
+/// order, flags).
 pub(crate) fn vu_context(rt: &Runtime) -> rquickjs::Result<Context> {
-    Context::custom::<VuIntrinsics>(rt)
+    lazy_groups(Context::custom::<VuIntrinsics>(rt)?, lazy_intrinsics())
+}
+
+fn lazy_groups(ctx: Context, lazy: bool) -> rquickjs::Result<Context> {
+    let raw = ctx.as_raw().as_ptr();
+    for (lazy_add, eager_add) in LAZY_GROUPS {
+        // SAFETY: a live context, not in use elsewhere yet.
+        let r = unsafe {
+            if lazy {
+                lazy_add(raw)
+            } else {
+                eager_add(raw)
+            }
+        };
+        if r < 0 {
+            return Err(rquickjs::Error::Allocation);
+        }
+    }
+    Ok(ctx)
 }
 
 extern "C" {
@@ -172,5 +218,150 @@ mod tests {
         rt.run_gc();
         let after = rt.memory_usage().malloc_size;
         assert!(after < grown - 200_000, "{grown} -> {after}");
+    }
+
+    /// Every global and its flags, and the typed arrays' own properties, as a script sees
+    /// them (this realises the lazy group: it reads the values).
+    const SNAPSHOT: &str = r#"
+        const g = Object.getOwnPropertyNames(globalThis).map((n) => {
+            const d = Object.getOwnPropertyDescriptor(globalThis, n);
+            return [n, typeof d.value, !!d.writable, !!d.enumerable, !!d.configurable];
+        });
+        const protos = ["ArrayBuffer", "SharedArrayBuffer", "Uint8Array", "Float64Array",
+            "BigInt64Array", "DataView", "Map", "Set", "WeakMap", "WeakSet", "Date"].map((n) => [n,
+            Object.getOwnPropertyNames(globalThis[n]),
+            Reflect.ownKeys(globalThis[n].prototype).map(String),
+            Reflect.ownKeys(Object.getPrototypeOf(globalThis[n].prototype)).map(String)]);
+        const iters = [new Map().entries(), new Set().values()].map((i) =>
+            Reflect.ownKeys(Object.getPrototypeOf(i)).map(String));
+        JSON.stringify([g, protos, iters, Object.getOwnPropertyNames(Atomics)])
+    "#;
+
+    fn context(rt: &Runtime, lazy: bool) -> Context {
+        lazy_groups(Context::custom::<VuIntrinsics>(rt).unwrap(), lazy).unwrap()
+    }
+
+    /// Lazy typed arrays, `Map`/`Set` and `Date` look exactly like eager ones: the same globals in the same order
+    /// with the same flags, the same constructors and prototypes; and they cost nothing
+    /// until used.
+    #[test]
+    fn lazy_intrinsics_are_the_eager_ones_made_later() {
+        let rt = vu_runtime().unwrap();
+        let eager = context(&rt, false);
+        let m0 = rt.memory_usage().malloc_size;
+        let lazy = context(&rt, true);
+        let m1 = rt.memory_usage().malloc_size;
+        let third = context(&rt, false);
+        let m2 = rt.memory_usage().malloc_size;
+        // A lazy context is at least 8 KB smaller than an eager one.
+        assert!(
+            (m2 - m1) - (m1 - m0) > 8_000,
+            "eager {} lazy {}",
+            m2 - m1,
+            m1 - m0
+        );
+        // Listing names and flags does not make them.
+        let names = "JSON.stringify(Object.getOwnPropertyNames(globalThis))";
+        let keys = |c: &Context| c.with(|ctx| ctx.eval::<String, _>(names).unwrap());
+        assert_eq!(keys(&eager), keys(&lazy));
+        // (the eval's own allocations are ~1 KB; making the typed arrays is > 8 KB)
+        let m3 = rt.memory_usage().malloc_size;
+        assert!(m3 - m2 < 4_000, "listing made them: {m2} -> {m3}");
+        let snap = |c: &Context| c.with(|ctx| ctx.eval::<String, _>(SNAPSHOT).unwrap());
+        let e = snap(&eager);
+        assert!(
+            e.contains(r#"["Uint8Array","function",true,false,true]"#),
+            "{e}"
+        );
+        assert_eq!(e, snap(&lazy));
+        assert_eq!(e, snap(&third));
+    }
+
+    /// Deleting or redefining a lazy global before first use, reading its descriptor, or a
+    /// native making an ArrayBuffer first: as with eager typed arrays.
+    #[test]
+    fn lazy_intrinsics_deleted_redefined_or_made_natively_first() {
+        let rt = vu_runtime().unwrap();
+        let cases = [
+            // Deleted before use: stays deleted when the group is made by another name.
+            "delete globalThis.Uint8Array; \
+             [typeof Uint8Array, new Int8Array(2).length, 'Uint8Array' in globalThis, \
+              Object.getOwnPropertyNames(globalThis).includes('Uint8Array')].join()",
+            // Assigned, then defined, before use.
+            "globalThis.Int16Array = 5; \
+             Object.defineProperty(globalThis, 'DataView', { value: 7, enumerable: true }); \
+             const d = Object.getOwnPropertyDescriptor(globalThis, 'DataView'); \
+             [Int16Array, d.value, d.enumerable, d.writable, new ArrayBuffer(3).byteLength].join()",
+            // A descriptor realises it.
+            "const f = Object.getOwnPropertyDescriptor(globalThis, 'Float64Array'); \
+             [typeof f.value, f.writable, f.enumerable, f.configurable, \
+              new f.value([1.5])[0]].join()",
+            // Subclassing and species.
+            "class B extends Uint8Array {}; const b = new B(4); \
+             [b instanceof Uint8Array, b.subarray(1).constructor === B, \
+              Object.getPrototypeOf(Uint8Array) === Object.getPrototypeOf(Int8Array)].join()",
+        ];
+        let more = [
+            // The other lazy groups: Map/Set/WeakMap/WeakSet, Date.
+            "delete globalThis.Map; \
+             [typeof Map, new Set([1, 2]).size, new WeakMap() instanceof WeakMap, \
+              'Map' in globalThis].join()",
+            "globalThis.Date = 3; [Date, typeof new Map().set].join()",
+            "const d = new Date(0); [d.toISOString(), d instanceof Date, \
+             Object.getPrototypeOf(new Map().keys()) === \
+             Object.getPrototypeOf(new Map().values())].join()",
+        ];
+        let want = [
+            "undefined,2,false,false",
+            "5,7,true,true,3",
+            "function,true,false,true,1.5",
+            "true,true,true",
+            "undefined,2,true,false",
+            "3,function",
+            "1970-01-01T00:00:00.000Z,true,true",
+        ];
+        for (src, want) in cases.iter().chain(&more).zip(want) {
+            let c = context(&rt, true);
+            let got = c.with(|ctx| ctx.eval::<String, _>(*src).unwrap());
+            assert_eq!(got, want, "{src}");
+            let e = context(&rt, false);
+            let eager = e.with(|ctx| ctx.eval::<String, _>(*src).unwrap());
+            assert_eq!(eager, want, "eager: {src}");
+        }
+        // A native makes an ArrayBuffer (and a typed array) before any script touched them.
+        let c = context(&rt, true);
+        c.with(|ctx| {
+            let ab = rquickjs::ArrayBuffer::new_copy(ctx.clone(), [1u8, 2, 3]).unwrap();
+            ctx.globals().set("ab", ab).unwrap();
+            let ok: bool = ctx
+                .eval("Object.getPrototypeOf(ab) === ArrayBuffer.prototype && ab instanceof ArrayBuffer && new Uint8Array(ab)[2] === 3")
+                .unwrap();
+            assert!(ok);
+        });
+    }
+
+    /// Contexts of one runtime do not share the typed arrays' constructors or prototypes,
+    /// and making them in one context leaves another's lazy.
+    #[test]
+    fn lazy_intrinsics_are_per_context() {
+        let rt = vu_runtime().unwrap();
+        let a = context(&rt, true);
+        let b = context(&rt, true);
+        let m0 = rt.memory_usage().malloc_size;
+        a.with(|ctx| {
+            ctx.eval::<(), _>("Uint8Array.prototype.mine = 1; globalThis.U = Uint8Array")
+                .unwrap()
+        });
+        let m1 = rt.memory_usage().malloc_size;
+        assert!(m1 - m0 > 8_000, "made in a: {m0} -> {m1}");
+        b.with(|ctx| {
+            let v: String = ctx
+                .eval("[typeof Uint8Array.prototype.mine, typeof U].join()")
+                .unwrap();
+            assert_eq!(v, "undefined,undefined");
+        });
+        // Same class, different context: each has its own prototype.
+        let pa = a.with(|ctx| ctx.eval::<i32, _>("new Uint8Array(1).mine").unwrap());
+        assert_eq!(pa, 1);
     }
 }

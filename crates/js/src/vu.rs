@@ -453,6 +453,7 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
         Ok(ns) => ns,
         Err(e) => return fail(y, st, e),
     };
+    shared::debug_memory(ctx, st.id);
     st.in_init.set(false);
     let func = |name: &str| ns.get::<_, Option<Function<'js>>>(name).ok().flatten();
     // The function this VU's iterations call: its scenario's `exec`, or `default`.

@@ -261,3 +261,16 @@ fn jslib_stage_helpers_read_top_level_stages_as_the_default_scenario() {
     assert!(total >= 2 && ok == total, "{ok}/{total}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A VU installs only the natives of the modules its script imports: a script of `k6` and
+/// `k6/http` gets no WebSocket, gRPC, data, execution, fs, csv or ledger natives (each
+/// native is two objects per VU).
+#[test]
+fn a_vu_gets_the_natives_of_the_modules_it_imports_only() {
+    let t = target();
+    let out = run("natives_on_import.js", &t);
+    let r = &out.result;
+    // Two VUs, two iterations, two checks each.
+    all_checks_pass(r, 4);
+    assert_eq!(tag_values(r, "checks", "check").len(), 2);
+}

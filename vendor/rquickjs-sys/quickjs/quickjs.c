@@ -612,6 +612,9 @@ struct JSContext {
                              const char *input, size_t input_len,
                              const char *filename, int line, int flags, int scope_idx);
     void *user_opaque;
+    /* Volley: intrinsic groups added lazily and not instantiated yet
+       (JS_VolleyAddLazyTypedArrays) */
+    uint8_t volley_lazy;
 };
 
 typedef union JSFloat64Union {
@@ -1510,6 +1513,7 @@ static void js_free_shape(JSRuntime *rt, JSShape *sh);
 static void js_free_shape_null(JSRuntime *rt, JSShape *sh);
 static int js_shape_prepare_update(JSContext *ctx, JSObject *p,
                                    JSShapeProperty **pprs);
+static inline void js_volley_need_class(JSContext *ctx, JSClassID class_id);
 static int init_shape_hash(JSRuntime *rt);
 static __exception int js_get_length32(JSContext *ctx, uint32_t *pres,
                                        JSValueConst obj);
@@ -2991,6 +2995,7 @@ void JS_SetClassProto(JSContext *ctx, JSClassID class_id, JSValue obj)
 JSValue JS_GetClassProto(JSContext *ctx, JSClassID class_id)
 {
     assert(class_id < ctx->rt->class_count);
+    js_volley_need_class(ctx, class_id);
     return js_dup(ctx->class_proto[class_id]);
 }
 
@@ -6442,6 +6447,7 @@ static int JS_SetObjectData(JSContext *ctx, JSValueConst obj, JSValue val)
 
 JSValue JS_NewObjectClass(JSContext *ctx, JSClassID class_id)
 {
+    js_volley_need_class(ctx, class_id);
     return JS_NewObjectProtoClass(ctx, ctx->class_proto[class_id], class_id);
 }
 
@@ -9200,6 +9206,98 @@ static JSAutoInitFunc *const js_autoinit_func_table[] = {
     js_bytecode_autoinit, /* JS_AUTOINIT_ID_BYTECODE */
 };
 
+/* Volley: a global of an intrinsic group added lazily is an autoinit
+   property (JS_AUTOINIT_ID_PROP: all four autoinit ids are taken) whose
+   entry has this def_type; its magic is the group (a bit of volley_lazy). */
+#define JS_DEF_VOLLEY_LAZY 200
+#define JS_VOLLEY_LAZY_TYPED_ARRAYS 1
+#define JS_VOLLEY_LAZY_MAP_SET 2
+#define JS_VOLLEY_LAZY_DATE 4
+
+#define JS_VOLLEY_LAZY_ENTRY(group) \
+    { "", JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE, JS_DEF_VOLLEY_LAZY, \
+      group, { .i32 = 0 } }
+static const JSCFunctionListEntry js_volley_lazy_typed_arrays =
+    JS_VOLLEY_LAZY_ENTRY(JS_VOLLEY_LAZY_TYPED_ARRAYS);
+static const JSCFunctionListEntry js_volley_lazy_map_set =
+    JS_VOLLEY_LAZY_ENTRY(JS_VOLLEY_LAZY_MAP_SET);
+static const JSCFunctionListEntry js_volley_lazy_date =
+    JS_VOLLEY_LAZY_ENTRY(JS_VOLLEY_LAZY_DATE);
+
+static int js_add_typed_arrays(JSContext *ctx);
+
+static inline int js_volley_lazy_group(JSProperty *pr)
+{
+    const JSCFunctionListEntry *e = pr->u.init.opaque;
+    if (js_autoinit_get_id(pr) != JS_AUTOINIT_ID_PROP ||
+        e->def_type != JS_DEF_VOLLEY_LAZY)
+        return 0;
+    return e->magic;
+}
+
+/* Instantiate the lazy group 'group' of 'ctx': every global of the group
+   still waiting becomes a plain property (same place, same flags) that
+   the group's usual JS_AddIntrinsic code then defines. Touching any global
+   of a group (get, set, define, delete, descriptor) or making an object
+   of one of its classes instantiates the whole group, so what a script
+   sees is what the eager code makes. */
+static int js_volley_realize(JSContext *ctx, int group)
+{
+    JSObject *p;
+    JSShape *sh;
+    JSShapeProperty *prs;
+    JSProperty *pr;
+    uint32_t i;
+
+    if (!(ctx->volley_lazy & group))
+        return 0;
+    ctx->volley_lazy &= ~group;
+    p = JS_VALUE_GET_OBJ(ctx->global_obj);
+    if (js_shape_prepare_update(ctx, p, NULL))
+        return -1;
+    sh = p->shape;
+    for (i = 0, prs = get_shape_prop(sh); i < sh->prop_count; i++, prs++) {
+        pr = &p->prop[i];
+        if ((prs->flags & JS_PROP_TMASK) == JS_PROP_AUTOINIT &&
+            js_volley_lazy_group(pr) == group) {
+            js_autoinit_free(ctx->rt, pr);
+            prs->flags &= ~JS_PROP_TMASK;
+            pr->u.value = JS_UNDEFINED;
+        }
+    }
+    switch (group) {
+    case JS_VOLLEY_LAZY_TYPED_ARRAYS:
+        return js_add_typed_arrays(ctx);
+    case JS_VOLLEY_LAZY_MAP_SET:
+        return JS_AddIntrinsicMapSet(ctx);
+    case JS_VOLLEY_LAZY_DATE:
+        return JS_AddIntrinsicDate(ctx);
+    default:
+        abort();
+    }
+}
+
+/* Volley: 'class_id' objects are about to be made in 'ctx' */
+static inline void js_volley_need_class(JSContext *ctx, JSClassID class_id)
+{
+    int group;
+
+    if (likely(!ctx->volley_lazy))
+        return;
+    if (class_id >= JS_CLASS_ARRAY_BUFFER && class_id <= JS_CLASS_DATAVIEW)
+        group = JS_VOLLEY_LAZY_TYPED_ARRAYS;
+    else if ((class_id >= JS_CLASS_MAP && class_id <= JS_CLASS_WEAKSET) ||
+             class_id == JS_CLASS_MAP_ITERATOR ||
+             class_id == JS_CLASS_SET_ITERATOR)
+        group = JS_VOLLEY_LAZY_MAP_SET;
+    else if (class_id == JS_CLASS_DATE)
+        group = JS_VOLLEY_LAZY_DATE;
+    else
+        return;
+    /* on failure (out of memory) the prototype stays null */
+    js_volley_realize(ctx, group);
+}
+
 /* warning: 'prs' is reallocated after it */
 static int JS_AutoInitProperty(JSContext *ctx, JSObject *p, JSAtom prop,
                                JSProperty *pr, JSShapeProperty *prs)
@@ -9207,6 +9305,12 @@ static int JS_AutoInitProperty(JSContext *ctx, JSObject *p, JSAtom prop,
     JSValue val;
     JSContext *realm;
     JSAutoInitFunc *func;
+    int group;
+
+    /* Volley: the callers look the property up again */
+    group = js_volley_lazy_group(pr);
+    if (group)
+        return js_volley_realize(js_autoinit_get_realm(pr), group);
 
     if (js_shape_prepare_update(ctx, p, &prs))
         return -1;
@@ -10388,6 +10492,16 @@ static int delete_property(JSContext *ctx, JSObject *p, JSAtom atom)
             /* found ! */
             if (!(pr->flags & JS_PROP_CONFIGURABLE))
                 return false;
+            /* Volley: a deleted global of a lazy group stays deleted when
+               the group is instantiated later: instantiate it now */
+            if ((pr->flags & JS_PROP_TMASK) == JS_PROP_AUTOINIT &&
+                js_volley_lazy_group(&p->prop[h - 1])) {
+                pr1 = &p->prop[h - 1];
+                if (js_volley_realize(js_autoinit_get_realm(pr1),
+                                      js_volley_lazy_group(pr1)) < 0)
+                    return -1;
+                goto redo;
+            }
             /* realloc the shape if needed */
             if (lpr)
                 lpr_idx = lpr - get_shape_prop(sh);
@@ -21142,6 +21256,7 @@ static JSValue js_create_from_ctor(JSContext *ctx, JSValueConst ctor,
     JSContext *realm;
 
     if (JS_IsUndefined(ctor)) {
+        js_volley_need_class(ctx, class_id);
         proto = js_dup(ctx->class_proto[class_id]);
     } else {
         proto = JS_GetProperty(ctx, ctor, JS_ATOM_prototype);
@@ -21152,6 +21267,7 @@ static JSValue js_create_from_ctor(JSContext *ctx, JSValueConst ctor,
             realm = JS_GetFunctionRealm(ctx, ctor);
             if (!realm)
                 return JS_EXCEPTION;
+            js_volley_need_class(realm, class_id);
             proto = js_dup(realm->class_proto[class_id]);
         }
     }
@@ -62980,6 +63096,76 @@ static int js_uint8array_funcs_init(JSContext *ctx);
 
 int JS_AddIntrinsicTypedArrays(JSContext *ctx)
 {
+    if (js_add_typed_arrays(ctx))
+        return -1;
+    /* Atomics */
+#ifdef CONFIG_ATOMICS
+    if (JS_AddIntrinsicAtomics(ctx))
+        return -1;
+#endif
+    return 0;
+}
+
+/* Volley: the globals 'atoms' of a group, placeholders made on first use
+   (js_volley_realize) */
+static int js_volley_add_lazy(JSContext *ctx, const JSCFunctionListEntry *e,
+                              const JSAtom *atoms, int n)
+{
+    int i;
+
+    for(i = 0; i < n; i++) {
+        if (JS_DefineAutoInitProperty(ctx, ctx->global_obj, atoms[i],
+                                      JS_AUTOINIT_ID_PROP, (void *)e,
+                                      e->prop_flags) < 0)
+            return -1;
+    }
+    ctx->volley_lazy |= e->magic;
+    return 0;
+}
+
+/* Volley: the globals of JS_AddIntrinsicTypedArrays, in its order and with
+   its flags, instantiated on first use. Atomics is an autoinit object
+   already. */
+int JS_VolleyAddLazyTypedArrays(JSContext *ctx)
+{
+    JSAtom atoms[2 + JS_TYPED_ARRAY_COUNT + 1];
+    int i, n = 0;
+
+    atoms[n++] = JS_ATOM_ArrayBuffer;
+    atoms[n++] = JS_ATOM_SharedArrayBuffer;
+    for(i = 0; i < JS_TYPED_ARRAY_COUNT; i++)
+        atoms[n++] = JS_ATOM_Uint8ClampedArray + i;
+    atoms[n++] = JS_ATOM_DataView;
+    if (js_volley_add_lazy(ctx, &js_volley_lazy_typed_arrays, atoms, n))
+        return -1;
+#ifdef CONFIG_ATOMICS
+    if (JS_AddIntrinsicAtomics(ctx))
+        return -1;
+#endif
+    return 0;
+}
+
+/* Volley: JS_AddIntrinsicMapSet's globals (Map, Set, WeakMap, WeakSet),
+   instantiated on first use */
+int JS_VolleyAddLazyMapSet(JSContext *ctx)
+{
+    JSAtom atoms[4];
+    int i;
+
+    for(i = 0; i < 4; i++)
+        atoms[i] = JS_ATOM_Map + i;
+    return js_volley_add_lazy(ctx, &js_volley_lazy_map_set, atoms, 4);
+}
+
+/* Volley: JS_AddIntrinsicDate's global, instantiated on first use */
+int JS_VolleyAddLazyDate(JSContext *ctx)
+{
+    JSAtom atom = JS_ATOM_Date;
+    return js_volley_add_lazy(ctx, &js_volley_lazy_date, &atom, 1);
+}
+
+static int js_add_typed_arrays(JSContext *ctx)
+{
     JSValue typed_array_base_func, typed_array_base_proto, obj;
     int i, ret;
 
@@ -63066,12 +63252,6 @@ int JS_AddIntrinsicTypedArrays(JSContext *ctx)
     if (JS_IsException(obj))
         return -1;
     JS_FreeValue(ctx, obj);
-
-    /* Atomics */
-#ifdef CONFIG_ATOMICS
-    if (JS_AddIntrinsicAtomics(ctx))
-        return -1;
-#endif
     return 0;
 }
 

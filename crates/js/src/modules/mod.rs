@@ -201,21 +201,51 @@ pub(crate) fn install<'js>(
     v: &Object<'js>,
     st: &Rc<VuState>,
 ) -> rquickjs::Result<()> {
+    // A module's natives only where a shim that calls them was imported: each native is
+    // two objects per VU (~250 bytes), and most scripts import two or three modules.
+    let uses = |modules: &[&str]| imports_any(st, modules);
     crypto::install(ctx, v)?;
-    execution::install(ctx, v, st)?;
-    data::install(ctx, v, st)?;
-    cookies::install(ctx, v, st)?;
+    if uses(&["k6/execution", JSLIB_UTILS]) {
+        execution::install(ctx, v, st)?;
+    }
+    if uses(&["k6/data", "k6/experimental/csv"]) {
+        data::install(ctx, v, st)?;
+    }
+    if uses(&["volley/http-ext"]) {
+        cookies::install(ctx, v, st)?;
+    }
     commonjs::install(ctx, v, st)?;
-    html::install(ctx, v)?;
-    ledger::install(ctx, v)?;
-    ws::install(ctx, v, st)?;
-    grpc::install(ctx, v, st)?;
-    fs::install(ctx, v, st)?;
-    csv::install(ctx, v, st)?;
+    if uses(&["k6/http", "k6/html"]) {
+        html::install(ctx, v)?;
+    }
+    if uses(&["volley/ledger"]) {
+        ledger::install(ctx, v)?;
+    }
+    if uses(&["k6/ws", "k6/websockets", "k6/experimental/websockets"]) {
+        ws::install(ctx, v, st)?;
+    }
+    if uses(&["k6/net/grpc"]) {
+        grpc::install(ctx, v, st)?;
+    }
+    if uses(&["k6/experimental/fs"]) {
+        fs::install(ctx, v, st)?;
+    }
+    if uses(&["k6/experimental/csv"]) {
+        csv::install(ctx, v, st)?;
+    }
     if st.id > 0 && st.env.is_some() {
         st.shared.ext.exec.vu_initialized();
     }
     Ok(())
+}
+
+/// Does the script import one of `modules` (built-in module names)? While the script is
+/// compiled (the init run of VU 0) nothing is known yet: every module counts as imported.
+fn imports_any(st: &VuState, modules: &[&str]) -> bool {
+    match st.shared.bytecode.get() {
+        Some(compiled) => modules.iter().any(|m| compiled.contains_key(*m)),
+        None => true,
+    }
 }
 
 #[cfg(test)]

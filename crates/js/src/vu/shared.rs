@@ -194,3 +194,41 @@ pub(crate) fn drop_jobs(ctx: &Ctx<'_>) {
     // SAFETY: a live context.
     unsafe { JS_VolleyDropJobsOf(ctx.as_raw().as_ptr()) }
 }
+
+/// `VOLLEY_DEBUG_VU_MEMORY=1`: print the runtime's QuickJS heap (`JS_ComputeMemoryUsage`)
+/// after each VU's init, to measure what a VU costs (bench/RESULTS.md, "per VU"): with
+/// shared runtimes, the difference between two lines of one runtime is one VU.
+pub(crate) fn debug_memory(ctx: &Ctx<'_>, vu: u64) {
+    static ON: OnceLock<bool> = OnceLock::new();
+    if !*ON.get_or_init(|| std::env::var_os("VOLLEY_DEBUG_VU_MEMORY").is_some()) {
+        return;
+    }
+    // SAFETY: a live context; JSMemoryUsage is plain data QuickJS fills in.
+    let m = unsafe {
+        let rt = qjs::JS_GetRuntime(ctx.as_raw().as_ptr());
+        let mut m: qjs::JSMemoryUsage = std::mem::zeroed();
+        qjs::JS_ComputeMemoryUsage(rt, &mut m);
+        m
+    };
+    eprintln!(
+        "vu-memory vu={vu} malloc={} used={} allocs={} atoms={}/{} strings={}/{} objects={}/{} \
+         props={}/{} shapes={}/{} js_funcs={}/{} code={} c_funcs={}",
+        m.malloc_size,
+        m.memory_used_size,
+        m.malloc_count,
+        m.atom_count,
+        m.atom_size,
+        m.str_count,
+        m.str_size,
+        m.obj_count,
+        m.obj_size,
+        m.prop_count,
+        m.prop_size,
+        m.shape_count,
+        m.shape_size,
+        m.js_func_count,
+        m.js_func_size,
+        m.js_func_code_size,
+        m.c_func_count,
+    );
+}
