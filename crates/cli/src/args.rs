@@ -109,7 +109,7 @@ pub struct HttpArgs {
     pub tls: crate::quick_flags::TlsFlags,
 
     #[command(flatten)]
-    pub outputs: crate::quick_flags::OutputFlags,
+    pub outputs: crate::quick_flags::QuickOutputFlags,
 
     /// HTTP/1.1 pipelining: requests per connection written back to back in one write (with
     /// -q/--rate-stages: the requests due by then, up to N)

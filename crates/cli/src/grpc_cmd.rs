@@ -4,7 +4,7 @@
 //! (status distribution, errors by class), the shared after-run chain and the exit code — or
 //! `--vs` rounds. Reference: docs/grpc.md.
 
-use crate::quick_flags::{Chain, LiveLine, LoadFlags, OutputFlags, TlsFlags};
+use crate::quick_flags::{Chain, LiveLine, LoadFlags, QuickOutputFlags, TlsFlags};
 use crate::{exit, signals};
 use clap::Args;
 use std::io::IsTerminal;
@@ -84,7 +84,7 @@ pub struct GrpcArgs {
     #[arg(long, value_name = "HOST")]
     pub authority: Option<String>,
     #[command(flatten)]
-    pub outputs: OutputFlags,
+    pub outputs: QuickOutputFlags,
 }
 
 /// What `--threshold` may name in a gRPC run, and the one tagged metric.

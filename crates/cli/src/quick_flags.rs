@@ -1,6 +1,6 @@
 //! Flags the quick modes share (`volley http`, `volley ws`, `volley grpc`): clap `Args`
 //! structs each command flattens — [`LoadFlags`] (how long, the open model, threads),
-//! [`TlsFlags`] (trust) and [`OutputFlags`] (result file, exports, history, outputs,
+//! [`TlsFlags`] (trust) and [`QuickOutputFlags`] (result file, exports, history, outputs,
 //! thresholds, monitor, A/B) — and [`Chain`], the before/after-run plumbing of the output
 //! flags, so each command only adds its own request and summary. Wording and defaults are
 //! `volley http`'s. `-c`, `-n` and the timeout stay in each command: they mean connections,
@@ -74,7 +74,7 @@ impl TlsFlags {
 
 /// What a run leaves behind and how it is judged.
 #[derive(Args, Debug)]
-pub struct OutputFlags {
+pub struct QuickOutputFlags {
     /// Print the summary as JSON on stdout (keys: see docs/quick-mode.md)
     #[arg(long)]
     pub json: bool,
@@ -149,7 +149,7 @@ pub struct Chain {
     pub after: volley_run::after::AfterRun,
 }
 
-impl OutputFlags {
+impl QuickOutputFlags {
     /// Parse and check every output flag before the run (`m`: what the mode records;
     /// `files`: the command's own files to write, checked with the rest). Errors are exit
     /// codes, already reported.
@@ -285,7 +285,7 @@ pub fn pacing(
 /// `i`, or gives the exit code of one that could not run), then print one comparison;
 /// `summary` gives a round's JSON and whether it had request errors (exit 3).
 pub fn ab(
-    o: &OutputFlags,
+    o: &QuickOutputFlags,
     names: [&str; 2],
     ctl: &volley_engine::RunControl,
     mut run: impl FnMut(usize) -> Result<volley_metrics::RunResult, i32>,

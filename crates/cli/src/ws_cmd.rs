@@ -4,7 +4,7 @@
 //! `--history`, `--out`, `--threshold`, `--monitor`; `--vs` is refused) and the exit code.
 //! Reference: docs/websocket.md.
 
-use crate::quick_flags::{Chain, LiveLine, LoadFlags, OutputFlags, TlsFlags};
+use crate::quick_flags::{Chain, LiveLine, LoadFlags, QuickOutputFlags, TlsFlags};
 use crate::{exit, signals};
 use clap::Args;
 use std::io::IsTerminal;
@@ -60,7 +60,7 @@ pub struct WsArgs {
     #[command(flatten)]
     pub tls: TlsFlags,
     #[command(flatten)]
-    pub outputs: OutputFlags,
+    pub outputs: QuickOutputFlags,
 }
 
 pub fn run(a: WsArgs) -> i32 {
