@@ -329,7 +329,7 @@ fn save_then_summary_reprints_from_the_file() {
     let raw: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(raw["format"], "volley-result");
-    assert_eq!(raw["version"], 1);
+    assert_eq!(raw["version"], 2);
     assert!(raw["metrics"]
         .as_array()
         .unwrap()
