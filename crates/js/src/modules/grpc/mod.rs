@@ -324,6 +324,17 @@ fn connect<'js>(
     let plaintext: bool = p.get::<_, Option<bool>>("plaintext")?.unwrap_or(false);
     let tls = if plaintext {
         None
+    } else if let Some(t) = p.get::<_, Option<Object>>("tls")? {
+        // Checked by the shim (k6's texts); the PEM itself is checked here, at connect.
+        let tls = volley_grpc::tls::ClientTls {
+            cert: t.get("cert")?,
+            key: t.get("key")?,
+            password: t.get("password")?,
+            cacerts: t
+                .get::<_, Option<Vec<String>>>("cacerts")?
+                .unwrap_or_default(),
+        };
+        Some(volley_grpc::tls::client_config(settings.insecure, &tls).map_err(|e| throw(ctx, &e))?)
     } else {
         let opts = volley_http::TlsOptions {
             insecure: settings.insecure,
