@@ -38,13 +38,16 @@ pub fn load(import_paths: &[PathBuf], files: &[String]) -> Result<DescriptorPool
 /// Every `.proto` read from disk while loading: its path and text (`volley archive` packs them).
 pub type ReadFiles = Vec<(PathBuf, String)>;
 
+/// Looks a `.proto` up by its path under an import path: its text, or None.
+pub type Lookup = Box<dyn Fn(&Path) -> Option<String> + Send + Sync>;
+
 /// Where [`load_from`] reads `.proto` files.
 pub enum ProtoSource {
     /// The disk; every file read is returned (the files asked for and their imports).
     Disk,
     /// Only these files (a `volley run test.tar`): the path under an import path → its text.
     /// The disk is never read.
-    Files(Box<dyn Fn(&Path) -> Option<String> + Send + Sync>),
+    Files(Lookup),
 }
 
 /// As [`load`], from `source`.
@@ -101,7 +104,7 @@ impl FileResolver for Recording {
 /// Files from memory, looked up under each import path in turn (as protoc's `-I`).
 struct Given {
     dirs: Vec<PathBuf>,
-    get: Box<dyn Fn(&Path) -> Option<String> + Send + Sync>,
+    get: Lookup,
 }
 
 impl FileResolver for Given {
