@@ -53,24 +53,14 @@ export default function () {
 "#,
     )
     .unwrap();
-    let tar = dir.join("grpc.tar");
+    let tar = dir.join("grpc.tar").to_string_lossy().into_owned();
+    let main = src.join("main.js").to_string_lossy().into_owned();
     let addr = format!("ADDR={}", t.local_addr());
-    let o = volley()
-        .arg("archive")
-        .arg(src.join("main.js"))
-        .arg("-o")
-        .arg(&tar)
-        .args(["-e", &addr])
-        .output()
-        .unwrap();
+    let o = run(&["archive", &main, "-o", &tar, "-e", &addr]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // The sources are gone: the protos must come from the tar.
     std::fs::remove_dir_all(&src).unwrap();
-    let o = volley()
-        .arg("run")
-        .arg(&tar)
-        .args(["-q", "--no-system-env"])
-        .output()
-        .unwrap();
+    let o = run(&["run", &tar, "-q", "--no-system-env"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(err.contains("GRPC ARCHIVED from the tar"), "{err}");
