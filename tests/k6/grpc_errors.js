@@ -1,6 +1,6 @@
 // k6/net/grpc's errors, worded as k6 words them where scripts check them: load outside
 // init, invoke before connect, unknown method, bad JSON field, bad params, unknown service
-// on the server, a refused connection. Runs unmodified under k6.
+// on the server, a refused connection, bad `tls` PEM. Runs unmodified under k6.
 import grpc from "k6/net/grpc";
 import { check } from "k6";
 
@@ -25,6 +25,9 @@ export default function () {
     "invoke before connect": () => err(() => client.invoke("volley.target.Target/Echo", {})).includes("no gRPC connection, you must call connect first"),
     "refused connect throws": () => err(() => new grpc.Client().connect("127.0.0.1:1", { plaintext: true, timeout: "2s" })) !== "",
     "unknown connect param": () => err(() => client.connect(ADDR, { plaintext: true, nope: 1 })).includes('unknown connect param: "nope"'),
+    "tls must be an object": () => err(() => new grpc.Client().connect(ADDR, { tls: 5 })).includes("invalid tls value"),
+    "bad tls cacerts PEM": () => err(() => new grpc.Client().connect(ADDR, { tls: { cacerts: ["nope"] }, timeout: "2s" })).includes("failed to append ca certificate [0] from PEM"),
+    "bad tls cert PEM": () => err(() => new grpc.Client().connect(ADDR, { tls: { cert: "nope", key: "nope" }, timeout: "2s" })).includes("failed to append certificate from PEM: tls: failed to find any PEM data in certificate input"),
   });
   client.connect(ADDR, { plaintext: true });
   check(null, {

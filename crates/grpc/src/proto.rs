@@ -6,7 +6,11 @@
 use miette::Diagnostic;
 use prost::Message;
 use prost_reflect::{DescriptorPool, MethodDescriptor};
-use std::path::PathBuf;
+use protox::file::{
+    ChainFileResolver, File, FileResolver, GoogleFileResolver, IncludeFileResolver,
+};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// A proto that could not be loaded: the message is complete (location, what, hint).
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +33,97 @@ pub fn load(import_paths: &[PathBuf], files: &[String]) -> Result<DescriptorPool
         c.open_file(f).map_err(|e| describe(&e, import_paths))?;
     }
     Ok(c.descriptor_pool())
+}
+
+/// Every `.proto` read from disk while loading: its path and text (`volley archive` packs them).
+pub type ReadFiles = Vec<(PathBuf, String)>;
+
+/// Looks a `.proto` up by its path under an import path: its text, or None.
+pub type Lookup = Box<dyn Fn(&Path) -> Option<String> + Send + Sync>;
+
+/// Where [`load_from`] reads `.proto` files.
+pub enum ProtoSource {
+    /// The disk; every file read is returned (the files asked for and their imports).
+    Disk,
+    /// Only these files (a `volley run test.tar`): the path under an import path → its text.
+    /// The disk is never read.
+    Files(Lookup),
+}
+
+/// As [`load`], from `source`.
+pub fn load_from(
+    import_paths: &[PathBuf],
+    files: &[String],
+    source: ProtoSource,
+) -> Result<(DescriptorPool, ReadFiles), ProtoError> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let dirs = import_paths.to_vec();
+    let mut c = match source {
+        ProtoSource::Disk => {
+            let mut inner = ChainFileResolver::new();
+            for d in import_paths {
+                inner.add(IncludeFileResolver::new(d.clone()));
+            }
+            inner.add(GoogleFileResolver::new());
+            protox::Compiler::with_file_resolver(Recording {
+                inner,
+                seen: seen.clone(),
+            })
+        }
+        ProtoSource::Files(get) => protox::Compiler::with_file_resolver(Given { dirs, get }),
+    };
+    c.include_imports(true);
+    for f in files {
+        c.open_file(f).map_err(|e| describe(&e, import_paths))?;
+    }
+    let read = std::mem::take(&mut *seen.lock().unwrap_or_else(|e| e.into_inner()));
+    Ok((c.descriptor_pool(), read))
+}
+
+/// protox's own resolvers, noting each file they read from disk.
+struct Recording {
+    inner: ChainFileResolver,
+    seen: Arc<Mutex<ReadFiles>>,
+}
+
+impl FileResolver for Recording {
+    fn resolve_path(&self, path: &Path) -> Option<String> {
+        self.inner.resolve_path(path)
+    }
+
+    fn open_file(&self, name: &str) -> Result<File, protox::Error> {
+        let f = self.inner.open_file(name)?;
+        if let (Some(p), Some(src)) = (f.path(), f.source()) {
+            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+            seen.push((p.to_owned(), src.to_owned()));
+        }
+        Ok(f)
+    }
+}
+
+/// Files from memory, looked up under each import path in turn (as protoc's `-I`).
+struct Given {
+    dirs: Vec<PathBuf>,
+    get: Lookup,
+}
+
+impl FileResolver for Given {
+    fn resolve_path(&self, path: &Path) -> Option<String> {
+        self.dirs.iter().find_map(|d| {
+            let rel = path.strip_prefix(d).ok()?;
+            let parts: Option<Vec<&str>> = rel.iter().map(|c| c.to_str()).collect();
+            Some(parts?.join("/"))
+        })
+    }
+
+    fn open_file(&self, name: &str) -> Result<File, protox::Error> {
+        for d in &self.dirs {
+            if let Some(src) = (self.get)(&d.join(name)) {
+                return File::from_source(name, &src);
+            }
+        }
+        GoogleFileResolver::new().open_file(name)
+    }
 }
 
 /// Compile one in-memory `.proto` (the built-in target's own service).

@@ -89,7 +89,8 @@ fn reflection_builds_descriptors_from_the_server() {
 fn errors_read_as_k6() {
     let t = target();
     let out = run("grpc_errors.js", &t);
-    assert_eq!(check_names(&out).len(), 10);
+    assert_eq!(check_names(&out).len(), 13);
+    assert_eq!(rate(&out.result, "checks", &[]), (13, 13));
 }
 
 #[test]

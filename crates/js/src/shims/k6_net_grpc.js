@@ -79,6 +79,30 @@ function callParams(params, what) {
   return out;
 }
 
+// k6's checks and texts (params.go): PEM strings; cacerts a string or an array of them.
+function tlsParam(v, what) {
+  const keys = "expected (optional) keys: cert, key, password, and cacerts";
+  if (v === null || typeof v !== "object" || Array.isArray(v)) throw new Error(`${what}: invalid tls value: '${v}', ${keys}`);
+  const out = { cacerts: [] };
+  for (const k of ["cert", "key"]) {
+    if (v[k] === undefined) continue;
+    if (typeof v[k] !== "string") throw new Error(`${what}: invalid tls ${k} value: '${v[k]}', it needs to be a PEM formatted string`);
+    out[k] = v[k];
+  }
+  if (v.password !== undefined) {
+    if (typeof v.password !== "string") throw new Error(`${what}: invalid tls password value: '${v.password}', it needs to be a string`);
+    out.password = v.password;
+  }
+  if (v.cacerts !== undefined) {
+    const ca = Array.isArray(v.cacerts) ? v.cacerts : [v.cacerts];
+    for (const c of ca) {
+      if (typeof c !== "string") throw new Error(`${what}: invalid tls cacerts value: '${v.cacerts}', it needs to be a string or an array of PEM formatted strings`);
+    }
+    out.cacerts = ca;
+  }
+  return out;
+}
+
 function connectParams(params) {
   const what = "invalid grpc.connect() parameters";
   const out = {};
@@ -108,8 +132,7 @@ function connectParams(params) {
         out.authority = v;
         break;
       case "tls":
-        // Accepted for compatibility; certificates come from the run's TLS settings
-        // (insecureSkipTLSVerify), see docs/grpc.md.
+        out.tls = tlsParam(v, what);
         break;
       default:
         throw new Error(`${what}: unknown connect param: "${k}"`);

@@ -274,11 +274,59 @@ fn load<'js>(
             .unwrap_or_else(|e| e.into_inner());
         cache
             .entry(key)
-            .or_insert_with(|| proto::load(&dirs, &files).map_err(|e| e.0))
+            .or_insert_with(|| load_protos(&st.shared, &dirs, &files))
             .clone()
     };
     let pool = loaded.map_err(|e| throw(ctx, &e))?;
     add_pool(ctx, st, id, pool)
+}
+
+/// Compiles `files`: from the archive when running one (never the disk); else from disk,
+/// noting every file read (imports too) with the `open()`ed ones so `volley archive` packs it.
+fn load_protos(
+    shared: &crate::vu::ScriptShared,
+    dirs: &[PathBuf],
+    files: &[String],
+) -> Result<DescriptorPool, String> {
+    let source = match shared.archived.get() {
+        Some(archived) => {
+            let archived = archived.clone();
+            proto::ProtoSource::Files(Box::new(move |p: &std::path::Path| {
+                let key = crate::script::normalize(&p.to_string_lossy());
+                let b = archived.get(&key)?;
+                String::from_utf8(b.to_vec()).ok()
+            }))
+        }
+        None => proto::ProtoSource::Disk,
+    };
+    let (pool, read) = proto::load_from(dirs, files, source).map_err(|e| e.0)?;
+    let mut opened = shared.files.lock().unwrap_or_else(|e| e.into_inner());
+    for (path, text) in read {
+        opened
+            .entry(path)
+            .or_insert_with(|| std::sync::Arc::new(text.into_bytes()));
+    }
+    Ok(pool)
+}
+
+/// A protoset's bytes, kept with the `open()`ed files (so `volley archive` packs it); when
+/// running an archive, only from it.
+fn protoset_bytes(
+    shared: &crate::vu::ScriptShared,
+    full: &std::path::Path,
+) -> Result<std::sync::Arc<Vec<u8>>, String> {
+    let mut opened = shared.files.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(b) = opened.get(full) {
+        return Ok(b.clone());
+    }
+    if shared.archived.get().is_some() {
+        return Err(crate::archive::NOT_ARCHIVED.into());
+    }
+    let b = crate::script::read_capped(full, crate::script::MAX_OPEN_BYTES)
+        .map_err(|e| e.to_string())?;
+    let b = std::sync::Arc::new(b);
+    opened.insert(full.to_owned(), b.clone());
+    Ok(b)
 }
 
 fn add_pool<'js>(
@@ -324,6 +372,17 @@ fn connect<'js>(
     let plaintext: bool = p.get::<_, Option<bool>>("plaintext")?.unwrap_or(false);
     let tls = if plaintext {
         None
+    } else if let Some(t) = p.get::<_, Option<Object>>("tls")? {
+        // Checked by the shim (k6's texts); the PEM itself is checked here, at connect.
+        let tls = volley_grpc::tls::ClientTls {
+            cert: t.get("cert")?,
+            key: t.get("key")?,
+            password: t.get("password")?,
+            cacerts: t
+                .get::<_, Option<Vec<String>>>("cacerts")?
+                .unwrap_or_default(),
+        };
+        Some(volley_grpc::tls::client_config(settings.insecure, &tls).map_err(|e| throw(ctx, &e))?)
     } else {
         let opts = volley_http::TlsOptions {
             insecure: settings.insecure,
@@ -417,13 +476,12 @@ pub(crate) fn install<'js>(
             let requiring = st.ext.requiring.borrow().last().cloned();
             let module = crate::script::calling_module(&ctx, requiring, &st.shared.main);
             let full = crate::script::open_path(&module, &path);
-            let bytes =
-                crate::script::read_capped(&full, crate::script::MAX_OPEN_BYTES).map_err(|e| {
-                    throw(
-                        &ctx,
-                        &format!("couldn't open protoset: {}: {e}", full.display()),
-                    )
-                })?;
+            let bytes = protoset_bytes(&st.shared, &full).map_err(|e| {
+                throw(
+                    &ctx,
+                    &format!("couldn't open protoset: {}: {e}", full.display()),
+                )
+            })?;
             let pool = proto::load_protoset(&path, &bytes).map_err(|e| throw(&ctx, &e.0))?;
             add_pool(&ctx, &st, id, pool)
         };
