@@ -264,7 +264,7 @@ fn grpc_scripts_give_k6s_checks_and_message_counts() {
         ("grpc_unary.js", 36, None),
         ("grpc_streams.js", 8, Some(18)),
         ("grpc_reflection.js", 8, None),
-        ("grpc_errors.js", 10, None),
+        ("grpc_errors.js", 13, None),
     ] {
         let v = same_counts_as_k6(&k6, name);
         assert_eq!(v["metrics"]["checks"]["passes"], passes, "{name}");
