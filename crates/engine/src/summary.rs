@@ -258,6 +258,25 @@ impl QuickSummary {
     }
 }
 
+/// The first line of a quick summary ("Summary  NAME  (interrupted)") and the ANSI codes
+/// (bold, red, reset) the rest of it uses; empty codes without `color`.
+pub(crate) fn write_header(
+    o: &mut String,
+    color: bool,
+    name: &str,
+    interrupted: bool,
+) -> (&'static str, &'static str, &'static str) {
+    use volley_metrics::text::escape_control as esc;
+    let (b, r, z) = if color {
+        ("\x1b[1m", "\x1b[31m", "\x1b[0m")
+    } else {
+        ("", "", "")
+    };
+    let cut = if interrupted { "  (interrupted)" } else { "" };
+    let _ = writeln!(o, "{b}Summary{z}  {}{cut}", esc(name));
+    (b, r, z)
+}
+
 /// The summary's data line: bytes each way and their rates over `duration_s`.
 pub(crate) fn write_data(o: &mut String, sent: u64, received: u64, duration_s: f64) {
     let d = duration_s.max(1e-9);

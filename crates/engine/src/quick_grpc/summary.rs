@@ -6,7 +6,9 @@ use super::{
     CONNECTIONS_OPENED, DROPPED_REQUESTS, GRPC_CONNECTING, GRPC_ERRORS, GRPC_REQS,
     GRPC_REQ_CORRECTED, INTERRUPTED_REQUESTS, MISSED_STARTS,
 };
-use crate::summary::{latency_of, trend, write_data, write_latency_section, LatencyMs};
+use crate::summary::{
+    latency_of, trend, write_data, write_header, write_latency_section, LatencyMs,
+};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -109,19 +111,9 @@ impl GrpcSummary {
 
     /// The terminal summary (`color`: ANSI colours). Names from the file are escaped.
     pub fn render_text(&self, color: bool) -> String {
-        use volley_metrics::text::escape_control as esc;
-        let (b, r, z) = if color {
-            ("\x1b[1m", "\x1b[31m", "\x1b[0m")
-        } else {
-            ("", "", "")
-        };
         let mut o = String::new();
-        let cut = if self.interrupted {
-            "  (interrupted)"
-        } else {
-            ""
-        };
-        let _ = writeln!(o, "{b}Summary{z}  {}{cut}", esc(&self.name));
+        use volley_metrics::text::escape_control as esc;
+        let (b, r, z) = write_header(&mut o, color, &self.name, self.interrupted);
         let _ = writeln!(
             o,
             "  Calls:         {} in {:.2}s, {b}{:.1} calls/s{z}",

@@ -2,7 +2,9 @@
 //! run.json` prints it again): the terminal text, in `volley http`'s style, and `--json`.
 
 use super::{MISSED_STARTS, WS_ERRORS, WS_RTT, WS_RTT_CORRECTED, WS_UNANSWERED, WS_UNMATCHED};
-use crate::summary::{latency_of, trend, write_data, write_histogram, write_latency, LatencyMs};
+use crate::summary::{
+    latency_of, trend, write_data, write_header, write_histogram, write_latency, LatencyMs,
+};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -107,19 +109,9 @@ impl WsSummary {
 
     /// The terminal summary (`color`: ANSI colours). Names from the file are escaped.
     pub fn render_text(&self, color: bool) -> String {
-        use volley_metrics::text::escape_control as esc;
-        let (b, r, z) = if color {
-            ("\x1b[1m", "\x1b[31m", "\x1b[0m")
-        } else {
-            ("", "", "")
-        };
         let mut o = String::new();
-        let cut = if self.interrupted {
-            "  (interrupted)"
-        } else {
-            ""
-        };
-        let _ = writeln!(o, "{b}Summary{z}  {}{cut}", esc(&self.url));
+        use volley_metrics::text::escape_control as esc;
+        let (b, r, z) = write_header(&mut o, color, &self.url, self.interrupted);
         let _ = writeln!(
             o,
             "  Messages:      {} sent, {} received in {:.2}s, {b}{:.1} msg/s{z} round trips",
