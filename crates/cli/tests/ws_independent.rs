@@ -156,7 +156,12 @@ fn assert_counts(who: &str, name: &str, v: &Value) {
         "ws_callback.js" => assert_eq!((sent, received, sessions), (16, 12, 12), "{who}"),
         "websockets.js" => {
             assert_eq!((sent, sessions), (34, 18), "{who}");
-            assert_eq!(received, 16 - 2 * order, "{who}: {order} iterations raced");
+            // An iteration whose pong beats its echoes closes before them: once closing,
+            // arriving messages are not counted (k6), so it loses the text, the binary or both.
+            assert!(
+                (16 - 2 * order..=16 - order).contains(&received),
+                "{who}: {received} received with {order} iterations raced"
+            );
         }
         _ => assert_eq!((sent, received, sessions), (840, 800, 80), "{who} {name}"),
     }
