@@ -4,7 +4,6 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -53,12 +52,12 @@ pub fn target_with(
     .expect("target starts")
 }
 
-/// A unique scratch directory under the system temp dir.
-pub fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("volley-it-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+pub use volley_testkit::Scratch;
+
+/// A unique scratch directory under the system temp dir, removed when the guard drops (kept
+/// after a panic with `VOLLEY_KEEP_SCRATCH=1`).
+pub fn scratch(name: &str) -> Scratch {
+    volley_testkit::scratch("volley-it", name)
 }
 
 /// A loopback port with nothing listening on it.

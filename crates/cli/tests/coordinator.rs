@@ -5,7 +5,7 @@
 mod common;
 
 use common::{closed_port, exclusive, scratch, target};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,7 @@ const TOKEN: &str = "test-token-7f3a";
 
 /// The coordinator and its agents; killed on drop (a failed assertion leaves no process).
 struct Cluster {
-    dir: PathBuf,
+    dir: common::Scratch,
     port: u16,
     coordinator: Child,
     agents: Vec<Child>,

@@ -24,7 +24,7 @@ const RUN_LIMIT: Duration = Duration::from_secs(60);
 
 struct Demo {
     demo: RunningDemo,
-    dir: PathBuf,
+    dir: Scratch,
 }
 
 /// The seeded demo service shared by the tests of this file (started on first use).

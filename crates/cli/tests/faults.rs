@@ -65,7 +65,8 @@ fn a_reset_fault_shows_as_the_reset_error_class() {
 #[test]
 fn a_black_hole_shows_as_the_timeout_error_class() {
     let t = target();
-    let save = scratch("blackhole").join("r.json");
+    let dir = scratch("blackhole");
+    let save = dir.join("r.json");
     let o = via_proxy(
         &t,
         &[
@@ -95,7 +96,8 @@ fn a_black_hole_shows_as_the_timeout_error_class() {
 #[test]
 fn an_after_n_trigger_fires_once_that_many_requests_completed() {
     let t = target();
-    let save = scratch("after-n").join("r.json");
+    let dir = scratch("after-n");
+    let save = dir.join("r.json");
     let o = via_proxy(
         &t,
         &[

@@ -341,7 +341,8 @@ fn tls_needs_a_trusted_certificate_unless_insecure() {
     let (code, j, err) = tls(&["--insecure"]);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(j["statuses"]["OK"], 20, "{j}");
-    let ca = scratch("grpc-tls").join("ca.pem");
+    let dir = scratch("grpc-tls");
+    let ca = dir.join("ca.pem");
     std::fs::write(&ca, ck.cert.pem()).unwrap();
     let (code, j, err) = tls(&["--cacert", ca.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{err}");

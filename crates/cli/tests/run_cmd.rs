@@ -50,8 +50,7 @@ fn async_errors_are_logged_as_k6_logs_them() {
 #[test]
 fn summary_export_and_result_file() {
     let t = target();
-    let dir = std::env::temp_dir().join(format!("volley-run-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = volley_testkit::scratch("volley-run", "t");
     let export = dir.join("summary.json");
     let save = dir.join("run.json");
     let base = format!("BASE=http://{}", t.local_addr());
@@ -88,8 +87,7 @@ fn summary_export_and_result_file() {
 
 #[test]
 fn exception_in_setup_exits_107() {
-    let dir = std::env::temp_dir().join(format!("volley-run-setup-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = volley_testkit::scratch("volley-run", "setup");
     let s = dir.join("setup_throws.js");
     std::fs::write(
         &s,

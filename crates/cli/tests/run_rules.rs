@@ -16,7 +16,7 @@ fn write(dir: &Path, rel: &str, text: &str) {
 
 /// A tree where the wrong resolution finds a different file than the right one: every
 /// `lib.js` and `data.txt` says where it is.
-fn module_tree(name: &str) -> std::path::PathBuf {
+fn module_tree(name: &str) -> common::Scratch {
     let d = common::scratch(name);
     for dir in ["", "a/", "a/b/"] {
         write(
@@ -81,7 +81,7 @@ fn imports_and_open_resolve_relative_to_the_module_from_any_directory() {
     for (cwd, arg) in [
         (d.join("a/b"), "main.js".to_string()),
         (d.join("a"), "b/main.js".to_string()),
-        (d.clone(), "./a/b/main.js".to_string()),
+        (d.to_path_buf(), "./a/b/main.js".to_string()),
         (
             std::env::temp_dir(),
             d.join("a/b/main.js").to_string_lossy().into_owned(),

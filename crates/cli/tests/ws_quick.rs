@@ -163,7 +163,8 @@ fn wss_needs_a_trusted_certificate() {
     let (code, j, err) = ws(&[&url, "-n", "20", "-c", "2", "--insecure"]);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(j["messages_received"], 20);
-    let ca = scratch("ws-tls").join("ca.pem");
+    let dir = scratch("ws-tls");
+    let ca = dir.join("ca.pem");
     std::fs::write(&ca, ck.cert.pem()).unwrap();
     let (code, j, err) = ws(&[
         &url,

@@ -283,8 +283,7 @@ fn a_late_client_gets_the_history_then_the_end() {
     ev.expect("end");
     assert!(ev.next().is_none());
 
-    let dir = std::env::temp_dir().join(format!("volley-dashboard-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = volley_testkit::scratch("volley-dashboard", "t");
     let file = dir.join("final.html");
     volley_dashboard::export(&result, &file).unwrap();
     let html = std::fs::read_to_string(&file).unwrap();

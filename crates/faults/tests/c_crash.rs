@@ -8,11 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use volley_faults::{ledger, verify, CommandTarget, ProcessTarget};
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("volley-faults-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn scratch(name: &str) -> volley_testkit::Scratch {
+    volley_testkit::scratch("volley-faults", name)
 }
 
 /// Build crashdb, or say why not.

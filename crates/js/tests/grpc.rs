@@ -156,8 +156,7 @@ fn python_peer(protoset: &std::path::Path) -> Option<Peer> {
 
 #[test]
 fn independent_grpcio_server_with_a_protoset_and_reflection() {
-    let dir = std::env::temp_dir().join(format!("volley-grpc-peer-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = volley_testkit::scratch("volley-grpc", "peer");
     let protoset = dir.join("target.protoset");
     let protos = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/grpc");
     let pool = volley_grpc::proto::load(&[protos], &["target.proto".into()]).unwrap();

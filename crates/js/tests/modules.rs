@@ -109,8 +109,7 @@ fn jslib_built_ins_and_commonjs() {
 
 #[test]
 fn other_remote_modules_name_the_url_and_how_to_vendor_it() {
-    let dir = std::env::temp_dir().join(format!("volley-remote-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = volley_testkit::scratch("volley-remote", "t");
     let s = dir.join("remote.js");
     std::fs::write(
         &s,
@@ -161,8 +160,7 @@ fn http_extras_cookies_multipart_batch_expected_statuses() {
 
 #[test]
 fn test_abort_in_setup_is_an_abort_not_a_script_error() {
-    let dir = std::env::temp_dir().join(format!("volley-abort-setup-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = volley_testkit::scratch("volley-abort", "setup");
     let s = dir.join("abort_setup.js");
     std::fs::write(
         &s,
@@ -234,8 +232,7 @@ fn jslib_stage_helpers_tag_samples_with_the_current_stage() {
 fn jslib_stage_helpers_read_top_level_stages_as_the_default_scenario() {
     // k6 turns top-level `stages` into a `default` ramping-vus scenario whose `startVUs` is
     // `vus` (null when unset: the first stage is then a ramp-up from 0, as k6-utils reports).
-    let dir = std::env::temp_dir().join(format!("volley-stages-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = volley_testkit::scratch("volley-stages", "t");
     let s = dir.join("top_stages.js");
     std::fs::write(
         &s,

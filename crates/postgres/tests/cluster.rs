@@ -1,7 +1,6 @@
 //! Real clusters from the machine's PostgreSQL (each test skips with a message when it is
 //! absent; .ci/run installs it).
 
-use std::path::PathBuf;
 use std::time::Duration;
 use volley_postgres::{find_binaries, Cluster, ClusterOptions};
 
@@ -17,10 +16,8 @@ fn installed() -> bool {
     }
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("volley-pg-test-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> volley_testkit::Scratch {
+    volley_testkit::scratch("volley-pg-test", name)
 }
 
 /// Whether a process with this pid exists (and is not a zombie we failed to reap).

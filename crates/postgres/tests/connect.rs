@@ -45,8 +45,7 @@ fn sslmodes_over_rustls() {
     cluster
         .enable_tls(&ck.cert.pem(), &ck.signing_key.serialize_pem())
         .unwrap();
-    let dir = std::env::temp_dir().join(format!("volley-pg-tls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = volley_testkit::scratch("volley-pg", "tls");
     let ca = dir.join("ca.pem");
     std::fs::write(&ca, ck.cert.pem()).unwrap();
     let port = cluster.port();

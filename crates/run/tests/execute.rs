@@ -131,8 +131,7 @@ fn spec(factory: Factory, outs: &[OutSpec], seen: &Arc<Seen>) -> RunSpec<Factory
 
 #[test]
 fn a_js_free_body_runs_to_a_judged_result_with_k6s_exit_code() {
-    let dir = std::env::temp_dir().join(format!("volley-run-exec-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = volley_testkit::scratch("volley-run", "exec");
     let csv = dir.join("samples.csv");
     let seen = Arc::new(Seen::default());
     let f = Factory {

@@ -3,7 +3,7 @@
 //! them an assertion in SQL), teardown that leaves no postmaster; and an SQL error located at
 //! file:line:column. Skips with a message when PostgreSQL is not installed.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use volley_engine::RunControl;
 use volley_suite::runner::{run, RunOptions};
 
@@ -17,11 +17,8 @@ fn have_postgres() -> bool {
     }
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("volley-suite-pg-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn scratch(name: &str) -> volley_testkit::Scratch {
+    volley_testkit::scratch("volley-suite-pg", name)
 }
 
 fn results(dir: &Path) -> serde_json::Value {

@@ -25,8 +25,7 @@ fn props(v: &serde_json::Value) -> BTreeSet<String> {
 
 /// The keys the parser accepts in a table, from the error on an unknown key there.
 fn accepted(toml_with_zzz: &str) -> BTreeSet<String> {
-    let dir = std::env::temp_dir().join(format!("volley-schema-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = volley_testkit::scratch("volley-schema", "t");
     let p = dir.join(format!("{}.toml", toml_with_zzz.len()));
     std::fs::write(&p, toml_with_zzz).unwrap();
     let e = volley_suite::file::read(&p).err().expect("zzz is refused");

@@ -7,8 +7,7 @@ use volley_suite::services::{expose, process, Services};
 
 #[test]
 fn a_panic_mid_run_still_tears_every_service_down() {
-    let dir = std::env::temp_dir().join(format!("volley-suite-panic-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = volley_testkit::scratch("volley-suite", "panic");
     std::fs::write(
         dir.join("volley.toml"),
         "[services.a]\ncommand = \"sleep 41 & echo up; exec sleep 40\"\nready.log = \"up\"\n\n\
