@@ -76,10 +76,16 @@ pub struct GrpcArgs {
     #[arg(long, default_value = "10s", value_parser = volley_engine::parse_duration)]
     pub connect_timeout: Duration,
     /// Plain-text HTTP/2 (h2c) instead of TLS
-    #[arg(long, conflicts_with_all = ["insecure", "cacert"])]
+    #[arg(long, conflicts_with_all = ["insecure", "cacert", "cert", "key"])]
     pub plaintext: bool,
     #[command(flatten)]
     pub tls: TlsFlags,
+    /// Client certificate (PEM) for mutual TLS, with --key (as ghz's --cert)
+    #[arg(long, value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM, unencrypted), with --cert (as ghz's --key)
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
     /// The :authority header instead of ADDR
     #[arg(long, value_name = "HOST")]
     pub authority: Option<String>,
@@ -232,7 +238,14 @@ fn config(a: &GrpcArgs) -> Result<GrpcConfig, (i32, String)> {
     let metadata = volley_grpc::quick::metadata(a.metadata.as_deref(), &headers).map_err(usage)?;
     let tls = match a.plaintext {
         true => None,
-        false => Some(volley_http::tls_config(&a.tls.options(), &[b"h2"]).map_err(usage)?),
+        false => Some(
+            volley_grpc::quick::tls_config(&volley_grpc::quick::TlsFiles {
+                insecure: a.tls.insecure,
+                cacert: a.tls.cacert.as_deref(),
+                identity: a.cert.as_deref().zip(a.key.as_deref()),
+            })
+            .map_err(usage)?,
+        ),
     };
     let connect = volley_grpc::call::ConnectOptions {
         tls: tls.clone(),

@@ -1,9 +1,14 @@
 //! What `volley grpc` (quick mode) needs before its run, done once: the unary method named by
 //! `--call` (with the services on offer when it is not found), the request encoded from
-//! `-d` JSON, the metadata from `-m`/`-H`, and (with `--reflect`) the server's descriptors.
+//! `-d` JSON, the metadata from `-m`/`-H`, the TLS config from `--cacert`/`--cert`/`--key`,
+//! and (with `--reflect`) the server's descriptors.
 
 use crate::call::{ConnectOptions, Metadata};
+use crate::tls::{ClientTls, Part};
 use prost_reflect::{DescriptorPool, MethodDescriptor};
+use rustls::ClientConfig;
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The unary method `call` names: `pkg.Service/Method`, `/pkg.Service/Method` or
@@ -79,6 +84,74 @@ pub fn metadata(json: Option<&str>, headers: &[(String, String)]) -> Result<Meta
     Ok(md)
 }
 
+/// The TLS flags: verification (`--insecure`, `--cacert`) and a client certificate for mutual
+/// TLS (`--cert` + `--key`, as ghz's).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TlsFiles<'a> {
+    pub insecure: bool,
+    pub cacert: Option<&'a Path>,
+    /// Certificate chain and private key, both PEM.
+    pub identity: Option<(&'a Path, &'a Path)>,
+}
+
+/// The client TLS config (ALPN `h2`). With a client certificate it is the config scripts'
+/// `connect({tls})` builds (crate::tls) from the files' text; errors name the flag and file.
+pub fn tls_config(f: &TlsFiles) -> Result<Arc<ClientConfig>, String> {
+    let Some((cert, key)) = f.identity else {
+        let opts = volley_http::TlsOptions {
+            insecure: f.insecure,
+            cacert: f.cacert.map(Path::to_path_buf),
+        };
+        return volley_http::tls_config(&opts, &[b"h2"]);
+    };
+    let read = |flag: &str, p: &Path| {
+        std::fs::read_to_string(p).map_err(|e| {
+            format!(
+                "{flag} {}: cannot read it: {e}\n  hint: {}",
+                p.display(),
+                hint(flag)
+            )
+        })
+    };
+    let tls = ClientTls {
+        cert: Some(read("--cert", cert)?),
+        key: Some(read("--key", key)?),
+        password: None,
+        cacerts: match f.cacert {
+            Some(p) => vec![read("--cacert", p)?],
+            None => vec![],
+        },
+    };
+    crate::tls::build(f.insecure, &tls).map_err(|e| {
+        let (flag, path) = match e.part {
+            Part::Ca(_) => ("--cacert", f.cacert.unwrap_or(cert)),
+            Part::Cert => ("--cert", cert),
+            Part::Key => ("--key", key),
+            Part::Setup => return e.message,
+        };
+        format!(
+            "{flag} {}: {}\n  hint: {}",
+            path.display(),
+            e.message,
+            hint(flag)
+        )
+    })
+}
+
+fn hint(flag: &str) -> &'static str {
+    match flag {
+        "--cacert" => "a PEM file of CA certificates ('-----BEGIN CERTIFICATE-----' blocks)",
+        "--cert" => {
+            "a PEM file with the client certificate (chain), '-----BEGIN CERTIFICATE-----'; \
+             --key is its private key"
+        }
+        _ => {
+            "an unencrypted PEM private key ('-----BEGIN PRIVATE KEY-----', RSA or EC) that \
+             belongs to --cert's certificate"
+        }
+    }
+}
+
 /// The server's descriptors by reflection (v1, else v1alpha), before the run.
 pub fn reflect_pool(
     addr: &str,
@@ -133,6 +206,41 @@ service S { rpc Get(M) returns (M); rpc Watch(M) returns (stream M); }
         );
         let e = request_bytes(&m, "{\"text\": \"a\",\n \"nope\": 1}", "-d").unwrap_err();
         assert!(e.starts_with("-d: ") && e.contains("line 2"), "{e}");
+    }
+
+    #[test]
+    fn bad_client_certificate_files_name_flag_path_and_hint() {
+        let dir = volley_testkit::scratch("volley-grpc", "quick-tls");
+        let c = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let (cert, key, junk) = (dir.join("c.pem"), dir.join("k.pem"), dir.join("junk.pem"));
+        std::fs::write(&cert, c.cert.pem()).unwrap();
+        std::fs::write(&key, c.signing_key.serialize_pem()).unwrap();
+        std::fs::write(&junk, "not pem").unwrap();
+        let with = |cert: &Path, key: &Path, cacert: Option<&Path>| {
+            tls_config(&TlsFiles {
+                insecure: false,
+                cacert,
+                identity: Some((cert, key)),
+            })
+        };
+        let ok = with(&cert, &key, Some(&cert)).unwrap();
+        assert!(ok.client_auth_cert_resolver.has_certs());
+        assert_eq!(ok.alpn_protocols, vec![b"h2".to_vec()]);
+        let e = with(&junk, &key, None).unwrap_err();
+        assert!(e.starts_with(&format!("--cert {}: ", junk.display())), "{e}");
+        assert!(e.contains("certificate input") && e.contains("hint:"), "{e}");
+        let e = with(&cert, &junk, None).unwrap_err();
+        assert!(e.starts_with(&format!("--key {}: ", junk.display())), "{e}");
+        let e = with(&cert, &key, Some(&junk)).unwrap_err();
+        assert!(e.starts_with(&format!("--cacert {}: ", junk.display())), "{e}");
+        let missing = dir.join("missing.pem");
+        let e = with(&missing, &key, None).unwrap_err();
+        assert!(e.starts_with(&format!("--cert {}: cannot read it", missing.display())), "{e}");
+        // A key of another certificate.
+        let other = rcgen::generate_simple_self_signed(vec!["x".into()]).unwrap();
+        std::fs::write(&junk, other.signing_key.serialize_pem()).unwrap();
+        let e = with(&cert, &junk, None).unwrap_err();
+        assert!(e.starts_with(&format!("--key {}: ", junk.display())), "{e}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `connect(addr, {tls: {cert, key, cacerts, password}})`: a rustls client config from PEM
 //! strings, as k6 builds its `tls.Config` (client certificate + key, extra trust anchors on top
-//! of the default roots). Errors carry k6's wording, thrown at `connect`.
+//! of the default roots). Errors carry k6's wording, thrown at `connect`; `volley grpc`'s
+//! `--cert`/`--key`/`--cacert` (quick.rs) build the same config and name the failing file.
 
 use std::sync::Arc;
 
@@ -20,13 +21,44 @@ pub struct ClientTls {
     pub cacerts: Vec<String>,
 }
 
+/// Which input a [`TlsError`] is about: scripts show only the text, `volley grpc` names the
+/// flag and file it came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// The i-th `cacerts` entry.
+    Ca(usize),
+    Cert,
+    /// The key, or a key that does not belong to the certificate.
+    Key,
+    Setup,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsError {
+    pub part: Part,
+    /// k6's wording.
+    pub message: String,
+}
+
+fn err(part: Part, message: impl Into<String>) -> TlsError {
+    TlsError {
+        part,
+        message: message.into(),
+    }
+}
+
 /// The client config for `tls` with ALPN `h2`. `insecure` (`insecureSkipTLSVerify`) still
 /// skips verification, as k6 carries it over from the VU's config.
 pub fn client_config(insecure: bool, tls: &ClientTls) -> Result<Arc<ClientConfig>, String> {
+    build(insecure, tls).map_err(|e| e.message)
+}
+
+/// [`client_config`] with the failing input named.
+pub fn build(insecure: bool, tls: &ClientTls) -> Result<Arc<ClientConfig>, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("cannot set up TLS: {e}"))?;
+        .map_err(|e| err(Part::Setup, format!("cannot set up TLS: {e}")))?;
     // Roots are checked first, as k6 does (a bad CA fails before a bad key pair).
     let builder: ConfigBuilder<ClientConfig, WantsClientCert> = if insecure {
         builder
@@ -38,14 +70,14 @@ pub fn client_config(insecure: bool, tls: &ClientTls) -> Result<Arc<ClientConfig
     let mut config = match identity(tls)? {
         Some((chain, key)) => builder
             .with_client_auth_cert(chain, key)
-            .map_err(|e| format!("failed to append certificate from PEM: {e}"))?,
+            .map_err(|e| err(Part::Key, format!("failed to append certificate from PEM: {e}")))?,
         None => builder.with_no_client_auth(),
     };
     config.alpn_protocols = vec![b"h2".to_vec()];
     Ok(Arc::new(config))
 }
 
-fn roots(cacerts: &[String]) -> Result<RootCertStore, String> {
+fn roots(cacerts: &[String]) -> Result<RootCertStore, TlsError> {
     let mut roots = RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };
@@ -58,7 +90,10 @@ fn roots(cacerts: &[String]) -> Result<RootCertStore, String> {
             }
         }
         if added == 0 {
-            return Err(format!("failed to append ca certificate [{i}] from PEM"));
+            return Err(err(
+                Part::Ca(i),
+                format!("failed to append ca certificate [{i}] from PEM"),
+            ));
         }
     }
     Ok(roots)
@@ -67,7 +102,7 @@ fn roots(cacerts: &[String]) -> Result<RootCertStore, String> {
 type Identity = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>);
 
 /// The client certificate chain and key; `None` unless both are given (as k6).
-fn identity(tls: &ClientTls) -> Result<Option<Identity>, String> {
+fn identity(tls: &ClientTls) -> Result<Option<Identity>, TlsError> {
     let (Some(cert), Some(key)) = (&tls.cert, &tls.key) else {
         return Ok(None);
     };
@@ -75,25 +110,27 @@ fn identity(tls: &ClientTls) -> Result<Option<Identity>, String> {
         return Ok(None);
     }
     if tls.password.as_deref().is_some_and(|p| !p.is_empty()) {
-        return Err(
+        return Err(err(
+            Part::Key,
             "failed to append certificate from PEM: encrypted private keys \
              (tls.password) are not supported; decrypt the key first \
-             (openssl pkey -in key.pem -out plain.pem)"
-                .into(),
-        );
+             (openssl pkey -in key.pem -out plain.pem)",
+        ));
     }
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert.as_bytes())
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("failed to append certificate from PEM: {e}"))?;
+        .map_err(|e| err(Part::Cert, format!("failed to append certificate from PEM: {e}")))?;
     if chain.is_empty() {
-        return Err(
-            "failed to append certificate from PEM: tls: failed to find any PEM data in certificate input"
-                .into(),
-        );
+        return Err(err(
+            Part::Cert,
+            "failed to append certificate from PEM: tls: failed to find any PEM data in certificate input",
+        ));
     }
     let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).map_err(|_| {
-        "failed to append certificate from PEM: tls: failed to find any PEM data in key input"
-            .to_string()
+        err(
+            Part::Key,
+            "failed to append certificate from PEM: tls: failed to find any PEM data in key input",
+        )
     })?;
     Ok(Some((chain, key)))
 }

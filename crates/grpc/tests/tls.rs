@@ -1,87 +1,13 @@
-//! `connect`'s `tls` param against an mTLS server started here: a tokio-rustls front that
-//! requires a client certificate signed by a test CA, forwarding to the built-in target's
+//! `connect`'s `tls` param against an mTLS server started here: volley-testkit's TLS front
+//! requiring a client certificate signed by a test CA, forwarding to the built-in target's
 //! h2c gRPC service on loopback.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use tokio::net::{TcpListener, TcpStream};
 use volley_grpc::call::{self, ConnectOptions};
 use volley_grpc::tls::{client_config, ClientTls};
 use volley_grpc::{json, proto, status};
-
-struct Pki {
-    ca: String,
-    server: (String, String),
-    client: (String, String),
-}
-
-fn pki() -> Pki {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = ca_params.self_signed(&ca_key).unwrap().pem();
-    let issuer = Issuer::new(ca_params, ca_key);
-    let leaf = |names: Vec<String>| {
-        let key = KeyPair::generate().unwrap();
-        let cert = CertificateParams::new(names)
-            .unwrap()
-            .signed_by(&key, &issuer)
-            .unwrap();
-        (cert.pem(), key.serialize_pem())
-    };
-    Pki {
-        server: leaf(vec!["127.0.0.1".into()]),
-        client: leaf(vec!["client.test".into()]),
-        ca,
-    }
-}
-
-/// Accepts TLS connections that present a client certificate signed by `ca`, and pipes each
-/// to `backend`. Returns the listening address.
-async fn mtls_front(p: &Pki, backend: std::net::SocketAddr) -> std::net::SocketAddr {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut roots = rustls::RootCertStore::empty();
-    roots
-        .add(CertificateDer::from_pem_slice(p.ca.as_bytes()).unwrap())
-        .unwrap();
-    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
-        Arc::new(roots),
-        provider.clone(),
-    )
-    .build()
-    .unwrap();
-    let chain = vec![CertificateDer::from_pem_slice(p.server.0.as_bytes()).unwrap()];
-    let key = PrivateKeyDer::from_pem_slice(p.server.1.as_bytes()).unwrap();
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(chain, key)
-        .unwrap();
-    config.alpn_protocols = vec![b"h2".to_vec()];
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let Ok(mut back) = TcpStream::connect(backend).await else {
-                    return;
-                };
-                let _ = tokio::io::copy_bidirectional(&mut tls, &mut back).await;
-            });
-        }
-    });
-    addr
-}
+use volley_testkit::{Pki, TlsFront};
 
 /// Connects with `tls` and makes one Echo call: Ok(text echoed) or the first error.
 async fn echo(addr: &str, tls: &ClientTls) -> Result<String, String> {
@@ -113,13 +39,14 @@ async fn echo(addr: &str, tls: &ClientTls) -> Result<String, String> {
 #[test]
 fn client_certificate_and_ca_strings_are_applied() {
     let target = volley_testserver::spawn(volley_testserver::TargetConfig::default()).unwrap();
-    let p = pki();
+    let p = Pki::new();
+    let front = TlsFront::mutual(&p, target.local_addr());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(async {
-        let front = mtls_front(&p, target.local_addr()).await.to_string();
+        let front = front.addr().to_string();
         let full = ClientTls {
             cert: Some(p.client.0.clone()),
             key: Some(p.client.1.clone()),
