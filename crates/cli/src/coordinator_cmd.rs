@@ -12,10 +12,17 @@ use volley_distributed::coordinator::{self, LossPolicy};
 use volley_engine::{log, RunControl};
 use volley_js::CliOptions;
 use volley_run::after::AfterRun;
-use volley_run::outputs::{OutSpec, Outputs};
+use volley_run::outputs::merged::MergedOutputs;
+use volley_run::outputs::OutSpec;
+
+const OUT_HELP: &str = "Output of the merged run (repeatable): influxdb=http://host:8086/DB and \
+    prometheus=http://host:9090/api/v1/write stream the agents' merged per-second aggregates; \
+    junit=FILE at the end. Not json=/csv= (per-sample: volley run's) (docs/distributed.md)";
 use volley_run::{Outcome, Summary};
 
 #[derive(Args, Debug)]
+// `--out` is shared with `volley run`; the coordinator takes only its aggregate kinds.
+#[command(mut_arg("out", |a| a.help(OUT_HELP)))]
 pub struct CoordinatorArgs {
     /// The test: an archive (volley archive) or a script, archived here for the agents
     pub test: PathBuf,
@@ -50,7 +57,7 @@ pub struct CoordinatorArgs {
     /// Add a threshold, judged on the merged figures (as volley run's --threshold)
     #[arg(long = "threshold", value_name = "METRIC:EXPR")]
     pub thresholds: Vec<String>,
-    /// `volley run`'s output flags, of the merged run (`--out`: see docs/distributed.md)
+    /// `volley run`'s output flags, of the merged run (`--out`: OUT_HELP)
     #[command(flatten)]
     pub output: crate::output_flags::OutputFlags,
     /// Summary layout: compact (k6 v1's default), full or legacy
@@ -122,10 +129,11 @@ pub fn run(a: CoordinatorArgs) -> i32 {
         Ok(o) => o,
         Err(e) => return exit::outcome(&Outcome::ConfigError(e)),
     };
-    if json.is_some() || outs.iter().any(|o| !matches!(o, OutSpec::Junit(_))) {
+    if json.is_some() || outs.iter().any(|o| matches!(o, OutSpec::Csv(_))) {
         return exit::usage(
-            "the coordinator writes end-of-run outputs of the merged run (--out junit=FILE, \
-             --save, --summary-export, --report); per-sample and streaming outputs are \
+            "the coordinator streams the merged run's per-second aggregates (--out \
+             influxdb=URL, prometheus=URL) and writes end-of-run outputs (--out junit=FILE, \
+             --save, --summary-export, --report); per-sample outputs (json=, csv=) are \
              volley run's: the coordinator has the agents' per-second aggregates, not their \
              samples (the merged per-second series is in --save's file, docs/result-file.md)",
         );
@@ -217,6 +225,10 @@ fn coordinate(a: &CoordinatorArgs, s: Setup, tmp: &Path) -> i32 {
         Ok(p) => p,
         Err(e) => return exit::outcome(&e.outcome()),
     };
+    let outputs = match MergedOutputs::start(&s.outs) {
+        Ok(o) => o,
+        Err(e) => return exit::fail(&e),
+    };
     let tty = std::io::stderr().is_terminal();
     let cfg = coordinator::Config {
         instances: a.instances as usize,
@@ -236,6 +248,7 @@ fn coordinate(a: &CoordinatorArgs, s: Setup, tmp: &Path) -> i32 {
         meta: p.spec.meta,
         options: serde_json::Value::Object(p.spec.options),
         progress: (!a.quiet).then_some(Duration::from_secs(if tty { 1 } else { 10 })),
+        outputs: Some(outputs),
     };
     let instances = a.instances;
     let ended = coordinator::run(cfg, &ctl, |addr| {
@@ -264,10 +277,7 @@ fn coordinate(a: &CoordinatorArgs, s: Setup, tmp: &Path) -> i32 {
     if !a.quiet && !handled {
         exit::print(&summary.render(s.mode));
     }
-    match Outputs::start(&s.outs) {
-        Ok(o) => o.finish(&ended.result).iter().for_each(|e| log::warn(e)),
-        Err(e) => log::warn(&e),
-    }
+    ended.output_problems.iter().for_each(|e| log::warn(e));
     exit::outcome(
         &s.after
             .finish(&ended.result, ended.outcome, ctl.was_interrupted()),

@@ -5,7 +5,8 @@
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Output};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 pub fn volley() -> Command {
     Command::new(env!("CARGO_BIN_EXE_volley"))
@@ -189,4 +190,72 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
         std::thread::sleep(Duration::from_millis(50));
     }
     child.wait_with_output().unwrap()
+}
+
+/// A loopback HTTP server recording each request (request line, headers, body) and
+/// answering 204; it stops after `life`.
+/// A received request: request line, lower-cased headers, body.
+pub type Request = (String, String, Vec<u8>);
+
+pub fn recorder(life: Duration) -> (u16, Arc<Mutex<Vec<Request>>>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    l.set_nonblocking(true).unwrap();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let g = got.clone();
+    std::thread::spawn(move || {
+        let end = Instant::now() + life;
+        while Instant::now() < end {
+            match l.accept() {
+                Ok((s, _)) => {
+                    s.set_nonblocking(false).unwrap();
+                    let mut s = s;
+                    if let Some(req) = read_request(&mut s) {
+                        // Stored before the answer: once the sender has its answer (and the
+                        // run has exited), the test sees every request.
+                        g.lock().unwrap().push(req);
+                        let _ =
+                            s.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+                    }
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+    });
+    (port, got)
+}
+
+pub fn read_request(s: &mut TcpStream) -> Option<Request> {
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let mut buf = Vec::new();
+    let mut b = [0u8; 8192];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let n = s.read(&mut b).ok()?;
+        if n == 0 || buf.len() > 1 << 20 {
+            return None;
+        }
+        buf.extend_from_slice(&b[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let len: usize = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    let mut body = buf[head_end..].to_vec();
+    while body.len() < len {
+        let n = s.read(&mut b).ok()?;
+        if n == 0 {
+            return None;
+        }
+        body.extend_from_slice(&b[..n]);
+    }
+    let (line, headers) = head.split_once("\r\n").unwrap_or((&head, ""));
+    Some((line.to_string(), headers.to_lowercase(), body))
 }

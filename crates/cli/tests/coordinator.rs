@@ -5,6 +5,7 @@
 mod common;
 
 use common::{closed_port, exclusive, scratch, target};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -644,4 +645,84 @@ fn volley_run_with_coordinator_joins_as_an_agent() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// 2 VUs per agent for 3 s: enough seconds for the InfluxDB output to stream during the run.
+const STREAMED: &str = r#"
+import http from 'k6/http';
+import { sleep } from 'k6';
+export const options = {
+  scenarios: { s: { executor: 'constant-vus', vus: 4, duration: '3s' } },
+};
+export default function () { http.get(`${__ENV.BASE}/`); sleep(0.05); }
+"#;
+
+/// The coordinator streams the merged per-second series to InfluxDB: every merged second is
+/// written once, so the written points add up to the merged result's totals.
+#[test]
+fn influxdb_from_the_coordinator_adds_up_to_the_merged_totals() {
+    let _g = exclusive();
+    let t = target();
+    let (port, got) = common::recorder(Duration::from_secs(60));
+    let out = format!("influxdb=http://127.0.0.1:{port}/merged");
+    let mut c = Cluster::start("influx", STREAMED, &t.url(), 2, &["--out", &out]);
+    let status = c.wait(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0), "{}", c.log("coordinator.err"));
+    let r = c.merged();
+    let reqs = got.lock().unwrap().clone();
+    assert!(reqs.len() >= 2, "batches during the run: {}", reqs.len());
+    use volley_run::outputs::influx::parse::{line, Field};
+    let (mut sums, mut seconds) = (BTreeMap::<String, f64>::new(), BTreeSet::new());
+    for (request, _, body) in &reqs {
+        assert_eq!(request, "POST /write?db=merged HTTP/1.1");
+        for l in String::from_utf8(body.clone()).unwrap().lines() {
+            let (m, _, fields, ts) = line(l).unwrap_or_else(|e| panic!("{e}"));
+            let v = match (fields.get("value"), fields.get("count")) {
+                (_, Some(Field::Int(n))) => *n as f64,
+                (Some(Field::Float(v)), _) => *v,
+                _ => continue,
+            };
+            *sums.entry(m.clone()).or_default() += v;
+            if m == "http_reqs" {
+                assert!(seconds.insert(ts), "second {ts} written twice");
+            }
+        }
+    }
+    assert_eq!(http_reqs(&r), t.stats().requests as f64);
+    assert_eq!(sums["http_reqs"], http_reqs(&r), "{sums:?}");
+    assert_eq!(sums["iterations"], common::counter(&r, "iterations"));
+    let trend_count: f64 = r["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["name"] == "http_req_duration")
+        .map(|m| m["count"].as_f64().unwrap())
+        .sum();
+    assert_eq!(sums["http_req_duration"], trend_count, "{sums:?}");
+}
+
+#[test]
+fn the_coordinator_help_lists_the_outputs_it_takes_and_refuses_per_sample_ones() {
+    let o = common::run(&["coordinator", "--help"]);
+    let help = common::stdout(&o);
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    let out = help.split("--out").nth(1).unwrap_or_default();
+    assert!(out.contains("influxdb=") && out.contains("prometheus="), "{help}");
+    assert!(out.contains("junit=FILE") && out.contains("Not json=/csv="), "{help}");
+    for kind in ["json=x.ndjson", "csv=x.csv"] {
+        let o = common::run(&[
+            "coordinator",
+            "x.js",
+            "--instances",
+            "1",
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            TOKEN,
+            "--out",
+            kind,
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{kind}");
+        assert!(common::stderr(&o).contains("per-sample outputs (json=, csv=)"));
+    }
 }

@@ -4,12 +4,11 @@
 
 mod common;
 
-use common::{closed_port, scratch, stderr, target};
+use common::{closed_port, recorder, scratch, stderr, target};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use volley_metrics::{RunResult, TotalValue};
 
@@ -233,74 +232,6 @@ fn junit_is_valid_xml_with_a_case_per_threshold_and_check() {
     assert!(doc.contains("name=\"always &lt;fails&gt;\""), "{doc}");
     assert!(doc.contains("name=\"::g::in group\""), "{doc}");
     assert!(doc.contains("4 of 4 failed"), "{doc}");
-}
-
-/// A loopback HTTP server recording each request (request line, headers, body) and
-/// answering 204; it stops after `life`.
-/// A received request: request line, lower-cased headers, body.
-type Request = (String, String, Vec<u8>);
-
-fn recorder(life: Duration) -> (u16, Arc<Mutex<Vec<Request>>>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    l.set_nonblocking(true).unwrap();
-    let got = Arc::new(Mutex::new(Vec::new()));
-    let g = got.clone();
-    std::thread::spawn(move || {
-        let end = Instant::now() + life;
-        while Instant::now() < end {
-            match l.accept() {
-                Ok((s, _)) => {
-                    s.set_nonblocking(false).unwrap();
-                    let mut s = s;
-                    if let Some(req) = read_request(&mut s) {
-                        // Stored before the answer: once the sender has its answer (and the
-                        // run has exited), the test sees every request.
-                        g.lock().unwrap().push(req);
-                        let _ =
-                            s.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
-                    }
-                }
-                Err(_) => std::thread::sleep(Duration::from_millis(5)),
-            }
-        }
-    });
-    (port, got)
-}
-
-fn read_request(s: &mut TcpStream) -> Option<Request> {
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    let mut buf = Vec::new();
-    let mut b = [0u8; 8192];
-    let head_end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-        let n = s.read(&mut b).ok()?;
-        if n == 0 || buf.len() > 1 << 20 {
-            return None;
-        }
-        buf.extend_from_slice(&b[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-    let len: usize = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse().ok())?
-        })
-        .unwrap_or(0);
-    let mut body = buf[head_end..].to_vec();
-    while body.len() < len {
-        let n = s.read(&mut b).ok()?;
-        if n == 0 {
-            return None;
-        }
-        body.extend_from_slice(&b[..n]);
-    }
-    let (line, headers) = head.split_once("\r\n").unwrap_or((&head, ""));
-    Some((line.to_string(), headers.to_lowercase(), body))
 }
 
 #[test]

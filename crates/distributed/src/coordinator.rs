@@ -2,7 +2,9 @@
 //! `--start-timeout`), then once a second merge the agents' latest running totals, show the
 //! progress, judge `abortOnFail` thresholds on the merged figures and watch for lost agents;
 //! at the end merge the final results (a lost agent's last totals and points stand in for
-//! its final result) into one judged [`RunResult`] and say how the run ended.
+//! its final result) into one judged [`RunResult`] and say how the run ended. `--out`
+//! InfluxDB/Prometheus outputs get each merged second once every running agent reported
+//! past it.
 
 use crate::hub::{Hub, HubConfig, State};
 use crate::proto::Snapshot;
@@ -14,6 +16,7 @@ use volley_engine::control::RunPhase;
 use volley_engine::RunControl;
 use volley_metrics::{Agg, Event, RunMeta, RunResult, TagSet};
 use volley_run::execute::{holds_now, judge, thresholds_message, AbortWatch};
+use volley_run::outputs::merged::MergedOutputs;
 use volley_run::thresholds::Threshold;
 use volley_run::Outcome;
 
@@ -49,6 +52,8 @@ pub struct Config {
     pub options: serde_json::Value,
     /// Print a progress line (every second on a terminal, every 10 s otherwise).
     pub progress: Option<Duration>,
+    /// `--out` outputs fed from the merged series (finished with the merged result).
+    pub outputs: Option<MergedOutputs>,
 }
 
 /// A finished distributed run.
@@ -61,12 +66,14 @@ pub struct Ended {
     pub lost: Vec<String>,
     /// From the last agent's final result to the judged merged result.
     pub merge_time: Duration,
+    /// What the outputs could not do (warnings; the outcome stands).
+    pub output_problems: Vec<String>,
 }
 
 /// Run the coordinator until every agent finished or was lost. `listening` is told the bound
 /// address (a port 0 in `--listen` picks one).
 pub fn run(
-    cfg: Config,
+    mut cfg: Config,
     ctl: &RunControl,
     listening: impl FnOnce(std::net::SocketAddr),
 ) -> Result<Ended, Outcome> {
@@ -195,6 +202,13 @@ pub fn run(
                 volley_engine::log::error(m);
             }
         }
+        if let (true, Some(o)) = (due, cfg.outputs.as_mut()) {
+            o.feed(
+                st.live.base_unix_s(),
+                &st.live.series().points,
+                complete_t(&st),
+            );
+        }
         if let Some(every) = cfg.progress {
             if last_progress.elapsed() >= every {
                 last_progress = Instant::now();
@@ -215,6 +229,11 @@ pub fn run(
     let (result, lost) = merged(&cfg, &mut st, watch.aborted(), ctl.was_interrupted())?;
     // From the last final result (or the start of the merge) to the judged result.
     let merge_time = st.last_final.unwrap_or(merging).elapsed();
+    drop(st);
+    let output_problems = match cfg.outputs.take() {
+        Some(o) => o.finish(&result),
+        None => Vec::new(),
+    };
     let outcome = match Outcome::of_run(
         teardown_error.as_deref(),
         aborted.as_deref().or(script_abort.as_deref()),
@@ -231,7 +250,23 @@ pub fn run(
         threshold_abort: watch.message().map(str::to_string),
         lost,
         merge_time,
+        output_problems,
     })
+}
+
+/// The live series' offset before which every second is final: each running agent has sent
+/// its points up to there (done and lost agents send no more).
+fn complete_t(st: &State) -> u64 {
+    let base_s = st.live.base_unix_s();
+    st.agents
+        .iter()
+        .filter(|a| a.active())
+        .map(|a| match a.started_unix_ms {
+            Some(ms) => (ms / 1000 + a.next_t).saturating_sub(base_s),
+            None => 0,
+        })
+        .min()
+        .unwrap_or(u64::MAX)
 }
 
 /// The coordinator's ending for an agent's `failed` message with exit code `code`: the same

@@ -206,7 +206,12 @@ impl Hub {
         let mut guard = self.lock();
         let st = &mut *guard;
         let a = Self::seen(&mut st.agents, s.agent)?;
-        let start = *a.started_unix_ms.get_or_insert(s.started_unix_ms);
+        // A snapshot sent before the agent's first tick says 0 (not known yet): keeping that
+        // placed every point of the agent as if it had started at the barrier's second.
+        if s.started_unix_ms > 0 && a.started_unix_ms.is_none() {
+            a.started_unix_ms = Some(s.started_unix_ms);
+        }
+        let start = a.started_unix_ms.unwrap_or(s.started_unix_ms);
         take_points(&mut st.live, a, start, &s.points);
         if !s.metrics.is_empty() {
             a.latest = Some(Snapshot {
@@ -331,5 +336,31 @@ mod tests {
             ..Snapshot::default()
         });
         assert_eq!(late.unwrap_err().0, 410);
+    }
+
+    /// Regression: the first snapshot (before the agent's first tick) says started 0, and
+    /// that 0 was kept: the agent's points were placed at the barrier's second instead of
+    /// its own start's, and the coordinator's outputs could not tell which seconds were done.
+    #[test]
+    fn an_agents_start_is_learnt_from_its_first_snapshot_that_knows_it() {
+        let h = hub(1);
+        let a = reg(&h, "a").unwrap();
+        h.lock().live = LiveSeries::new(100_000);
+        let snap = |started_unix_ms, points| Snapshot {
+            agent: a.agent,
+            started_unix_ms,
+            points,
+            ..Snapshot::default()
+        };
+        h.snapshot(snap(0, vec![])).unwrap();
+        let p = volley_metrics::Point {
+            t: 0,
+            w: 1,
+            values: vec![],
+        };
+        h.snapshot(snap(102_500, vec![p])).unwrap();
+        let st = h.lock();
+        assert_eq!(st.agents[0].started_unix_ms, Some(102_500));
+        assert_eq!(st.live.series().points[0].t, 2);
     }
 }

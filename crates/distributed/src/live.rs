@@ -38,6 +38,11 @@ impl LiveSeries {
         }
     }
 
+    /// The wall-clock second of t = 0.
+    pub fn base_unix_s(&self) -> u64 {
+        self.base_s
+    }
+
     /// The merged series so far (t = 0 at the start barrier's second).
     pub fn series(&self) -> &Series {
         &self.series

@@ -11,10 +11,13 @@
 //!   one batch per second from a sender thread ([`post`]), so a slow or dead receiver never
 //!   stalls the run.
 //! - `junit=FILE` ([`junit`]) is written once at the end from the thresholds and checks.
+//! - The coordinator feeds the aggregated outputs and JUnit from the agents' merged
+//!   per-second series instead of an [`Aggregator`] ([`merged`]).
 
 pub mod csv;
 pub mod influx;
 pub mod junit;
+pub mod merged;
 pub mod post;
 pub mod prom;
 
@@ -264,6 +267,11 @@ impl Outputs {
     pub fn finish(mut self, result: &RunResult) -> Vec<String> {
         let start_ms = self.start_ms.unwrap_or(result.meta.started_unix_ms);
         self.send_points(start_ms, &result.series.points);
+        self.close(result)
+    }
+
+    /// Flush and close every output, write the JUnit file (no more points are sent).
+    fn close(mut self, result: &RunResult) -> Vec<String> {
         let mut problems = Vec::new();
         for (_, tx) in self.pushers.drain(..) {
             if let Some(e) = tx.finish() {
