@@ -707,8 +707,14 @@ fn the_coordinator_help_lists_the_outputs_it_takes_and_refuses_per_sample_ones()
     let help = common::stdout(&o);
     let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
     let out = help.split("--out").nth(1).unwrap_or_default();
-    assert!(out.contains("influxdb=") && out.contains("prometheus="), "{help}");
-    assert!(out.contains("junit=FILE") && out.contains("Not json=/csv="), "{help}");
+    assert!(
+        out.contains("influxdb=") && out.contains("prometheus="),
+        "{help}"
+    );
+    assert!(
+        out.contains("junit=FILE") && out.contains("Not json=/csv="),
+        "{help}"
+    );
     for kind in ["json=x.ndjson", "csv=x.csv"] {
         let o = common::run(&[
             "coordinator",

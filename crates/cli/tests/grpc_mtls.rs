@@ -15,10 +15,21 @@ fn grpc(front: &TlsFront, args: &[&str]) -> (Option<i32>, serde_json::Value, Str
         .display()
         .to_string();
     let mut cmd = volley();
-    cmd.args(["grpc", &front.addr().to_string(), "--json", "--proto", &proto])
-        .args(["--call", "volley.target.Target/Echo", "-d", r#"{"text":"m"}"#])
-        .args(["-n", "10", "-c", "2"])
-        .args(args);
+    cmd.args([
+        "grpc",
+        &front.addr().to_string(),
+        "--json",
+        "--proto",
+        &proto,
+    ])
+    .args([
+        "--call",
+        "volley.target.Target/Echo",
+        "-d",
+        r#"{"text":"m"}"#,
+    ])
+    .args(["-n", "10", "-c", "2"])
+    .args(args);
     let o = output_within(&mut cmd, Duration::from_secs(60));
     let j = serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null);
     (o.status.code(), j, stderr(&o))
@@ -55,18 +66,30 @@ fn client_certificates_pass_mutual_tls_and_without_them_the_handshake_fails() {
     let before = front.accepted();
     let junk = path("junk.pem", "not a certificate");
     for (args, flag) in [
-        (vec!["--cert", &junk, "--key", &key], format!("--cert {junk}: ")),
-        (vec!["--cert", &cert, "--key", &junk], format!("--key {junk}: ")),
+        (
+            vec!["--cert", &junk, "--key", &key],
+            format!("--cert {junk}: "),
+        ),
+        (
+            vec!["--cert", &cert, "--key", &junk],
+            format!("--key {junk}: "),
+        ),
         (vec!["--cert", &cert, "--key", &ca], format!("--key {ca}: ")),
     ] {
         let (code, _, err) = grpc(&front, &args);
         assert_eq!(code, Some(2), "{args:?}: {err}");
-        assert!(err.contains(&flag) && err.contains("hint:"), "{args:?}: {err}");
+        assert!(
+            err.contains(&flag) && err.contains("hint:"),
+            "{args:?}: {err}"
+        );
     }
     let missing = dir.join("nope.pem").display().to_string();
     let (code, _, err) = grpc(&front, &["--cert", &missing, "--key", &key]);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains(&format!("--cert {missing}: cannot read it")), "{err}");
+    assert!(
+        err.contains(&format!("--cert {missing}: cannot read it")),
+        "{err}"
+    );
     let (code, _, err) = grpc(&front, &["--cert", &cert]);
     assert_eq!(code, Some(2), "--cert alone: {err}");
     assert!(err.contains("--key"), "{err}");

@@ -227,15 +227,27 @@ service S { rpc Get(M) returns (M); rpc Watch(M) returns (stream M); }
         assert!(ok.client_auth_cert_resolver.has_certs());
         assert_eq!(ok.alpn_protocols, vec![b"h2".to_vec()]);
         let e = with(&junk, &key, None).unwrap_err();
-        assert!(e.starts_with(&format!("--cert {}: ", junk.display())), "{e}");
-        assert!(e.contains("certificate input") && e.contains("hint:"), "{e}");
+        assert!(
+            e.starts_with(&format!("--cert {}: ", junk.display())),
+            "{e}"
+        );
+        assert!(
+            e.contains("certificate input") && e.contains("hint:"),
+            "{e}"
+        );
         let e = with(&cert, &junk, None).unwrap_err();
         assert!(e.starts_with(&format!("--key {}: ", junk.display())), "{e}");
         let e = with(&cert, &key, Some(&junk)).unwrap_err();
-        assert!(e.starts_with(&format!("--cacert {}: ", junk.display())), "{e}");
+        assert!(
+            e.starts_with(&format!("--cacert {}: ", junk.display())),
+            "{e}"
+        );
         let missing = dir.join("missing.pem");
         let e = with(&missing, &key, None).unwrap_err();
-        assert!(e.starts_with(&format!("--cert {}: cannot read it", missing.display())), "{e}");
+        assert!(
+            e.starts_with(&format!("--cert {}: cannot read it", missing.display())),
+            "{e}"
+        );
         // A key of another certificate.
         let other = rcgen::generate_simple_self_signed(vec!["x".into()]).unwrap();
         std::fs::write(&junk, other.signing_key.serialize_pem()).unwrap();

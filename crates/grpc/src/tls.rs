@@ -68,9 +68,12 @@ pub fn build(insecure: bool, tls: &ClientTls) -> Result<Arc<ClientConfig>, TlsEr
         builder.with_root_certificates(roots(&tls.cacerts)?)
     };
     let mut config = match identity(tls)? {
-        Some((chain, key)) => builder
-            .with_client_auth_cert(chain, key)
-            .map_err(|e| err(Part::Key, format!("failed to append certificate from PEM: {e}")))?,
+        Some((chain, key)) => builder.with_client_auth_cert(chain, key).map_err(|e| {
+            err(
+                Part::Key,
+                format!("failed to append certificate from PEM: {e}"),
+            )
+        })?,
         None => builder.with_no_client_auth(),
     };
     config.alpn_protocols = vec![b"h2".to_vec()];
@@ -119,7 +122,12 @@ fn identity(tls: &ClientTls) -> Result<Option<Identity>, TlsError> {
     }
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert.as_bytes())
         .collect::<Result<_, _>>()
-        .map_err(|e| err(Part::Cert, format!("failed to append certificate from PEM: {e}")))?;
+        .map_err(|e| {
+            err(
+                Part::Cert,
+                format!("failed to append certificate from PEM: {e}"),
+            )
+        })?;
     if chain.is_empty() {
         return Err(err(
             Part::Cert,

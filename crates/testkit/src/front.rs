@@ -124,10 +124,12 @@ fn server_config(c: FrontConfig) -> Arc<rustls::ServerConfig> {
             for cert in CertificateDer::pem_slice_iter(ca.as_bytes()) {
                 roots.add(cert.expect("CA PEM")).unwrap();
             }
-            let verifier =
-                rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
-                    .build()
-                    .unwrap();
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .build()
+            .unwrap();
             builder.with_client_cert_verifier(verifier)
         }
         None => builder.with_no_client_auth(),

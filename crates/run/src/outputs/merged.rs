@@ -96,8 +96,8 @@ mod tests {
 
     #[test]
     fn seconds_are_sent_once_when_complete_across_two_bases() {
-        let mut m = MergedOutputs::start(&[OutSpec::Influx("http://127.0.0.1:9/db".into())])
-            .unwrap();
+        let mut m =
+            MergedOutputs::start(&[OutSpec::Influx("http://127.0.0.1:9/db".into())]).unwrap();
         let live: Vec<Point> = (0..4).map(|t| point(t, 1.0)).collect();
         // Seconds 0 and 1 complete (base 100): sent; 2 and 3 wait.
         m.feed(100, &live, 2);
