@@ -91,3 +91,65 @@ export default function () {
     assert_eq!(v["metrics"]["checks"]["passes"], 2, "{}", stderr(&o));
     t.shutdown();
 }
+
+/// A batch of 8 https requests as a VU's first call, through a TLS front offering `alpn`:
+/// (the protos the responses report, connections the front accepted).
+fn first_batch(alpn: &[&[u8]]) -> (Vec<String>, usize) {
+    let t = target();
+    let pki = volley_testkit::Pki::new();
+    let front = volley_testkit::TlsFront::start(
+        volley_testkit::FrontConfig {
+            cert: pki.server.0.clone(),
+            key: pki.server.1.clone(),
+            client_ca: None,
+            alpn: alpn.iter().map(|p| p.to_vec()).collect(),
+        },
+        t.local_addr(),
+    );
+    let dir = scratch("http2-first-batch");
+    let js = dir.join("batch.js");
+    std::fs::write(
+        &js,
+        r#"import http from "k6/http";
+export const options = { iterations: 1, insecureSkipTLSVerify: true };
+export default function () {
+  const reqs = [];
+  for (let i = 0; i < 8; i++) reqs.push(["GET", `${__ENV.BASE}/delay/100`]);
+  console.log("PROTOS=" + http.batch(reqs).map((r) => `${r.status} ${r.proto}`).join(",") + ";");
+}
+"#,
+    )
+    .unwrap();
+    let base = format!("BASE=https://{}", front.addr());
+    let o = run(&["run", js.to_str().unwrap(), "-q", "-e", &base]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let line = err
+        .lines()
+        .find_map(|l| l.split("PROTOS=").nth(1))
+        .unwrap_or_else(|| panic!("{err}"));
+    let line = line.split(';').next().unwrap_or_default();
+    let protos = line.split(',').map(String::from).collect();
+    let accepted = front.accepted();
+    t.shutdown();
+    (protos, accepted)
+}
+
+/// Regression (#16 item 1): the batch dialled a connection per request (6 at once, then
+/// kept one) before any h2 connection to the origin existed. Now the first request dials
+/// and the others wait for its ALPN answer: h2 → all 8 multiplexed on that one connection.
+#[test]
+fn a_first_batch_over_h2_waits_for_one_connection() {
+    let (protos, accepted) = first_batch(&[b"h2", b"http/1.1"]);
+    assert_eq!(protos, vec!["200 HTTP/2.0".to_string(); 8]);
+    assert_eq!(accepted, 1, "one TLS connection for the whole batch");
+}
+
+/// The same batch against an HTTP/1.1-only server: after the first answer the others dial
+/// their own connections, in parallel (`batchPerHost` 6 at a time).
+#[test]
+fn a_first_batch_over_http1_still_gets_parallel_connections() {
+    let (protos, accepted) = first_batch(&[b"http/1.1"]);
+    assert_eq!(protos, vec!["200 HTTP/1.1".to_string(); 8]);
+    assert!(accepted >= 6, "{accepted} connections");
+}

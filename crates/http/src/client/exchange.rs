@@ -12,6 +12,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::dialing::Announce;
 use super::ClientSettings;
 use crate::h1::{Connection, Request};
 use crate::http2::{H2Connection, H2Request};
@@ -25,6 +26,8 @@ pub(super) struct H2Parts {
     pub(super) method: String,
     pub(super) headers: Vec<(String, String)>,
     pub(super) body: Body,
+    /// Tells the origin's waiting requests what the new connection speaks ([`super::dialing`]).
+    pub(super) announce: Option<Announce>,
 }
 
 /// What one exchange produced.
@@ -124,14 +127,19 @@ async fn connect_alpn(
     timeout: Duration,
     mode: BodyMode,
     settings: Arc<ClientSettings>,
-    parts: H2Parts,
+    mut parts: H2Parts,
 ) -> Exchange {
+    // Dropped on any failure below: the waiting requests then dial their own.
+    let announce = parts.announce.take();
     let opened = transport::open(addr, &target, tls.as_ref(), timeout, Owned::default()).await;
     let (io, t) = match opened {
         Ok(x) => x,
         Err(e) => return Exchange::failed(e, Some(addr)),
     };
     if io.alpn_protocol() != Some(b"h2".as_slice()) {
+        if let Some(a) = &announce {
+            a.own();
+        }
         let mut conn = Box::new(Connection::from_io(io));
         conn.keep_headers(true);
         conn.set_max_body(Some(settings.max_response_body));
@@ -153,6 +161,9 @@ async fn connect_alpn(
     tokio::spawn(driver);
     conn.keep_headers(true);
     conn.set_max_body(settings.max_response_body);
+    if let Some(a) = &announce {
+        a.h2(&conn, Some(addr));
+    }
     let mut ex = exchange_h2(conn, &target, parts, timeout, mode, Some(addr)).await;
     ex.connect = Some(t);
     ex

@@ -18,12 +18,14 @@
 //! - [`ipnet`]: CIDR ranges for `blacklistIPs`.
 //! - [`prepared`]: requests parsed, serialised and tagged once per VU, with their series.
 //! - [`pool`]: a VU's idle keep-alive connections by origin.
+//! - [`dialing`]: a new https connection's requests wait for it when it may be HTTP/2.
 //! - [`exchange`]: one request on a reused or new connection.
 //! - [`redirect`]: `Location` resolution and k6's method rules.
 //! - [`debug`]: `httpDebug`'s text of a request and a response.
 //! - [`record`]: the metric handles of a request, k6's error codes, the per-worker caches.
 
 pub mod debug;
+pub mod dialing;
 pub mod exchange;
 pub mod ipnet;
 pub mod pool;
@@ -267,6 +269,7 @@ impl VuClient {
                 method: method.clone(),
                 headers,
                 body: body.clone().map_or(crate::Body::Empty, crate::Body::Bytes),
+                announce: None,
             }
         });
         let origin = p.origin.clone();
@@ -285,9 +288,59 @@ impl VuClient {
                 };
                 return Ok(Start::Go(hop, Box::pin(fut)));
             }
+            let mut parts = parts;
+            if !self.settings.no_connection_reuse {
+                // A new connection whose protocol is not known yet: wait for the one being
+                // dialled (it may be h2), or be that one (dialing.rs).
+                if let Some(d) = self.pool.dialing(&origin) {
+                    return self.start_waiting(d, req, target, origin, slot, spec, rec, parts);
+                }
+                if !self.pool.has_idle(&origin) {
+                    parts.announce = Some(self.pool.start_dialing(origin.clone()));
+                }
+            }
             return self.start_new(req, target, origin, slot, spec, rec, Some(parts));
         }
         self.start_new(req, target, origin, slot, spec, rec, None)
+    }
+
+    /// Start a hop that waits for the origin's dial in flight: on its h2 connection, else
+    /// (HTTP/1.1, or the dial failed) on a new connection of its own.
+    #[allow(clippy::too_many_arguments)]
+    fn start_waiting(
+        &mut self,
+        dialing: Rc<dialing::Dialing>,
+        req: Request,
+        target: Rc<Target>,
+        origin: Rc<str>,
+        slot: (usize, u64),
+        spec: &RequestSpec,
+        rec: &Rc<RefCell<Recorder>>,
+        parts: exchange::H2Parts,
+    ) -> Result<Start, StartError> {
+        let settings = self.settings.clone();
+        let tls = Some(settings.tls().map_err(StartError::Tls)?);
+        let pin = settings.pinned(&target.host, target.port);
+        let cached = pin.or_else(|| record::cached_addr(rec, &target.host, target.port));
+        let (t, timeout, mode) = (target.clone(), spec.timeout, spec.mode);
+        let fut = async move {
+            match dialing.outcome().await {
+                Some((c, addr)) => exchange::exchange_h2(c, &t, parts, timeout, mode, addr).await,
+                None => {
+                    let parts = Some(parts);
+                    exchange::exchange(t, req, None, cached, tls, timeout, mode, settings, parts)
+                        .await
+                }
+            }
+        };
+        let hop = Hop {
+            slot,
+            target,
+            origin,
+            cached,
+            had_conn: false,
+        };
+        Ok(Start::Go(hop, Box::pin(fut)))
     }
 
     /// Start a hop on the origin's idle HTTP/1.1 connection or a new one.

@@ -1,11 +1,14 @@
 //! A VU's idle keep-alive connections, by origin: at most one per origin is kept (a VU sends
 //! one request at a time, as in k6; a batch's extra connections close), and at most
 //! [`IDLE_MAX`] in all. HTTP/2 connections (https origins whose server chose `h2`) are kept
-//! apart: one per origin, shared by every request to it (a batch multiplexes on it).
+//! apart: one per origin, shared by every request to it (a batch multiplexes on it); so are
+//! the https dials in flight whose protocol is not known yet ([`Dialing`]), which the
+//! origin's other new requests wait for.
 
 use std::net::SocketAddr;
 use std::rc::Rc;
 
+use super::dialing::{Announce, Dialing};
 use crate::h1::Connection;
 use crate::http2::H2Connection;
 
@@ -21,6 +24,7 @@ pub struct Pool {
     /// By origin: prepared requests of one origin share its `Rc<str>`, found by pointer.
     idle: Vec<Idle>,
     h2: Vec<(Rc<str>, H2Connection, Option<SocketAddr>)>,
+    dialing: Vec<(Rc<str>, Rc<Dialing>)>,
 }
 
 impl Pool {
@@ -63,10 +67,39 @@ impl Pool {
         self.h2.push((origin, c, a));
     }
 
+    /// Whether an idle HTTP/1.1 connection to `origin` is kept (the origin spoke HTTP/1.1).
+    pub fn has_idle(&self, origin: &Rc<str>) -> bool {
+        self.idle
+            .iter()
+            .any(|(o, ..)| Rc::ptr_eq(o, origin) || **o == **origin)
+    }
+
+    /// The dial to `origin` still waiting for its protocol, if there is one.
+    pub fn dialing(&mut self, origin: &Rc<str>) -> Option<Rc<Dialing>> {
+        if self.dialing.is_empty() {
+            return None;
+        }
+        self.dialing.retain(|(_, d)| d.is_pending());
+        let (_, d) = self
+            .dialing
+            .iter()
+            .find(|(o, _)| Rc::ptr_eq(o, origin) || **o == **origin)?;
+        Some(d.clone())
+    }
+
+    /// A new https dial to `origin`: the origin's next new requests wait for what it says.
+    pub fn start_dialing(&mut self, origin: Rc<str>) -> Announce {
+        let d = Dialing::new();
+        self.dialing.retain(|(_, d)| d.is_pending());
+        self.dialing.push((origin, d.clone()));
+        Announce(d)
+    }
+
     /// Close every idle connection (`noVUConnectionReuse`, between iterations).
     pub fn clear(&mut self) {
         self.idle.clear();
         self.h2.clear();
+        self.dialing.clear();
     }
 
     pub fn len(&self) -> usize {
