@@ -21,28 +21,24 @@ fn removed_on_drop_and_kept_after_a_panic_only_on_request() {
     drop(twin);
     assert!(!twin_path.exists());
 
+    // The path of a dir whose test panicked after writing a file into it.
+    let after_a_panic = |name: &str| {
+        let p = std::panic::catch_unwind(|| {
+            let d = scratch("volley-testkit-test", name);
+            std::fs::write(d.join("f"), "x").unwrap();
+            std::panic::panic_any(d.to_path_buf())
+        })
+        .unwrap_err();
+        *p.downcast::<std::path::PathBuf>().unwrap()
+    };
     // A panic without the variable: still removed.
-    let p = std::panic::catch_unwind(|| {
-        let d = scratch("volley-testkit-test", "panic");
-        let path = d.to_path_buf();
-        std::fs::write(d.join("f"), "x").unwrap();
-        std::panic::panic_any(path)
-    })
-    .unwrap_err();
-    let path = p.downcast::<std::path::PathBuf>().unwrap();
+    let path = after_a_panic("panic");
     assert!(!path.exists(), "{} should be gone", path.display());
 
     // A panic with it: kept for inspection.
     std::env::set_var(KEEP_ENV, "1");
-    let p = std::panic::catch_unwind(|| {
-        let d = scratch("volley-testkit-test", "keep");
-        let path = d.to_path_buf();
-        std::fs::write(d.join("f"), "x").unwrap();
-        std::panic::panic_any(path)
-    })
-    .unwrap_err();
+    let path = after_a_panic("keep");
     std::env::remove_var(KEEP_ENV);
-    let path = p.downcast::<std::path::PathBuf>().unwrap();
     assert!(path.join("f").exists(), "{} should be kept", path.display());
-    std::fs::remove_dir_all(&*path).unwrap();
+    std::fs::remove_dir_all(&path).unwrap();
 }

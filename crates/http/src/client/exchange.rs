@@ -12,7 +12,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::dialing::Announce;
+use super::dialing::{Announce, Dialing};
 use super::ClientSettings;
 use crate::h1::{Connection, Request};
 use crate::http2::{H2Connection, H2Request};
@@ -28,6 +28,8 @@ pub(super) struct H2Parts {
     pub(super) body: Body,
     /// Tells the origin's waiting requests what the new connection speaks ([`super::dialing`]).
     pub(super) announce: Option<Announce>,
+    /// The origin's dial in flight to wait for first: its h2 connection, else our own.
+    pub(super) wait: Option<Rc<Dialing>>,
 }
 
 /// What one exchange produced.
@@ -67,8 +69,13 @@ pub(super) async fn exchange(
     timeout: Duration,
     mode: BodyMode,
     settings: Arc<ClientSettings>,
-    h2: Option<H2Parts>,
+    mut h2: Option<H2Parts>,
 ) -> Exchange {
+    if let Some(d) = h2.as_mut().and_then(|p| p.wait.take()) {
+        if let (Some((c, addr)), Some(parts)) = (d.outcome().await, h2.take()) {
+            return exchange_h2(c, &target, parts, timeout, mode, addr).await;
+        }
+    }
     let mut connect = None;
     let (mut conn, addr) = match conn.filter(|c| c.is_reusable()) {
         Some(c) => (c, cached_addr),

@@ -270,6 +270,7 @@ impl VuClient {
                 headers,
                 body: body.clone().map_or(crate::Body::Empty, crate::Body::Bytes),
                 announce: None,
+                wait: None,
             }
         });
         let origin = p.origin.clone();
@@ -293,54 +294,14 @@ impl VuClient {
                 // A new connection whose protocol is not known yet: wait for the one being
                 // dialled (it may be h2), or be that one (dialing.rs).
                 if let Some(d) = self.pool.dialing(&origin) {
-                    return self.start_waiting(d, req, target, origin, slot, spec, rec, parts);
-                }
-                if !self.pool.has_idle(&origin) {
+                    parts.wait = Some(d);
+                } else if !self.pool.has_idle(&origin) {
                     parts.announce = Some(self.pool.start_dialing(origin.clone()));
                 }
             }
             return self.start_new(req, target, origin, slot, spec, rec, Some(parts));
         }
         self.start_new(req, target, origin, slot, spec, rec, None)
-    }
-
-    /// Start a hop that waits for the origin's dial in flight: on its h2 connection, else
-    /// (HTTP/1.1, or the dial failed) on a new connection of its own.
-    #[allow(clippy::too_many_arguments)]
-    fn start_waiting(
-        &mut self,
-        dialing: Rc<dialing::Dialing>,
-        req: Request,
-        target: Rc<Target>,
-        origin: Rc<str>,
-        slot: (usize, u64),
-        spec: &RequestSpec,
-        rec: &Rc<RefCell<Recorder>>,
-        parts: exchange::H2Parts,
-    ) -> Result<Start, StartError> {
-        let settings = self.settings.clone();
-        let tls = Some(settings.tls().map_err(StartError::Tls)?);
-        let pin = settings.pinned(&target.host, target.port);
-        let cached = pin.or_else(|| record::cached_addr(rec, &target.host, target.port));
-        let (t, timeout, mode) = (target.clone(), spec.timeout, spec.mode);
-        let fut = async move {
-            match dialing.outcome().await {
-                Some((c, addr)) => exchange::exchange_h2(c, &t, parts, timeout, mode, addr).await,
-                None => {
-                    let parts = Some(parts);
-                    exchange::exchange(t, req, None, cached, tls, timeout, mode, settings, parts)
-                        .await
-                }
-            }
-        };
-        let hop = Hop {
-            slot,
-            target,
-            origin,
-            cached,
-            had_conn: false,
-        };
-        Ok(Start::Go(hop, Box::pin(fut)))
     }
 
     /// Start a hop on the origin's idle HTTP/1.1 connection or a new one.
