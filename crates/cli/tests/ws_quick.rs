@@ -133,7 +133,17 @@ fn inflight_messages_are_all_matched_and_counted_exactly() {
     assert!(j["rtt_ms"]["p50"].as_f64().unwrap() > 0.0, "{j}");
     // N really are outstanding together: the server closes on the first of each batch, so
     // each session loses 8 messages (with one in flight it would take 16 sessions).
-    let (code, j, err) = ws(&[&url, "-n", "16", "-c", "1", "--inflight", "8", "-m", "!close 4001"]);
+    let (code, j, err) = ws(&[
+        &url,
+        "-n",
+        "16",
+        "-c",
+        "1",
+        "--inflight",
+        "8",
+        "-m",
+        "!close 4001",
+    ]);
     assert_eq!(code, Some(3), "{err}");
     assert_eq!(j["errors"]["closed 4001"], 2, "{j}");
     assert_eq!(j["sessions"], 2);
@@ -150,7 +160,17 @@ fn a_message_that_is_no_echo_takes_no_echos_place() {
     let t = target();
     let url = ws_url(&t, "/ws/echo");
     // `!burst 2` makes the server send "burst 0" and "burst 1" instead of an echo.
-    let (code, j, err) = ws(&[&url, "-n", "4", "-c", "1", "--inflight", "4", "-m", "!burst 2"]);
+    let (code, j, err) = ws(&[
+        &url,
+        "-n",
+        "4",
+        "-c",
+        "1",
+        "--inflight",
+        "4",
+        "-m",
+        "!burst 2",
+    ]);
     assert_eq!(code, Some(3), "{err}");
     assert_eq!(j["messages_sent"], 4, "{j}");
     assert_eq!(j["messages_received"], 8);
@@ -213,7 +233,10 @@ fn a_server_gone_mid_run_is_an_error_not_a_hang() {
     assert_eq!(code, Some(3), "{err}");
     assert!(took < Duration::from_secs(20), "{took:?}");
     let errors = j["errors"].as_object().unwrap();
-    assert!(errors.get("refused").is_some_and(|n| n.as_u64() > Some(0)), "{j}");
+    assert!(
+        errors.get("refused").is_some_and(|n| n.as_u64() > Some(0)),
+        "{j}"
+    );
     let sent = j["messages_sent"].as_u64().unwrap();
     let received = j["messages_received"].as_u64().unwrap();
     assert!(received > 0, "{j}");

@@ -5,9 +5,7 @@
 //! brought in is matched (and its follow-up buffered) before the buffered sends are flushed.
 
 use super::plan::Shared;
-use super::{
-    Payload, DROPPED, MISSED_STARTS, WS_ERRORS, WS_RTT, WS_RTT_CORRECTED, WS_UNANSWERED,
-};
+use super::{Payload, DROPPED, MISSED_STARTS, WS_ERRORS, WS_RTT, WS_RTT_CORRECTED, WS_UNANSWERED};
 use crate::control::RunControl;
 use crate::vus::{Outcome, Phase, ScenarioState, StopToken, VuBody, WorkerEnv};
 use std::cell::RefCell;
@@ -482,7 +480,9 @@ impl WsBody {
     fn on_frame(&self, st: &mut State, f: Frame) -> Option<SessionEnd> {
         match f {
             Frame::Data(d) => self.received(st, &d),
-            Frame::Event(WsEvent::Ping | WsEvent::Pong(_) | WsEvent::Text(_) | WsEvent::Binary(_)) => {}
+            Frame::Event(
+                WsEvent::Ping | WsEvent::Pong(_) | WsEvent::Text(_) | WsEvent::Binary(_),
+            ) => {}
             Frame::Event(WsEvent::Timeout) => {
                 let now = Instant::now();
                 // Echoes overdue by the timeout are lost; the connection goes on.

@@ -1,7 +1,9 @@
 //! The WebSocket quick-mode summary, computed from a [`RunResult`] alone (so `volley summary
 //! run.json` prints it again): the terminal text, in `volley http`'s style, and `--json`.
 
-use super::{DROPPED, MISSED_STARTS, WS_ERRORS, WS_RTT, WS_RTT_CORRECTED, WS_UNANSWERED, WS_UNMATCHED};
+use super::{
+    DROPPED, MISSED_STARTS, WS_ERRORS, WS_RTT, WS_RTT_CORRECTED, WS_UNANSWERED, WS_UNMATCHED,
+};
 use crate::summary::{
     latency_of, trend, write_data, write_header, write_histogram, write_latency, LatencyMs,
 };
