@@ -9,7 +9,10 @@
 #         teardown), so (max - short) gives the steady per-message cost ("steady" column);
 #   rate  the same fixed rate for every tool: RATE messages/s in total, each connection
 #         sending every VUS*1000/RATE ms whether or not echoes came back (`volley ws -q RATE`)
-#         -- tool CPU-ms per 1,000 messages at that rate, the ratio to k6.
+#         -- tool CPU-ms per 1,000 messages at that rate, the ratio to k6;
+#   inflight  for each N in INFLIGHT: the max run with N messages in flight per connection
+#         (the script sends N at open, then each echo straight back; `volley ws --inflight
+#         N`) -- messages per tool CPU-second, the ratio to k6 (modes inflightN).
 # Tool CPU is user+sys from getrusage (GNU time, startup and the 1,000 connects included);
 # peak RSS per VU too.
 #
@@ -19,7 +22,8 @@
 #
 # Environment (defaults in brackets):
 #   VUS [1000]  DUR [10] seconds of load per run  REPS [2] runs per tool (interleaved)
-#   MODES ["max short rate"]  RATE [10000] messages/s in total in the rate mode
+#   MODES ["max short rate inflight"]  RATE [10000] messages/s in total in the rate mode
+#   INFLIGHT ["8 32"] messages in flight per connection in the inflight modes
 #   TOOL_CPU [0] TARGET_CPU [1]  PORT [18390]  OUT [bench/out/ws-<timestamp>]
 #   K6 [$PEERS/bin/k6]  PEERS [~/.cache/volley-peers]  VOLLEY [target/release/volley]
 #   TOOLS ["k6 volley-run volley-ws"]
@@ -40,7 +44,13 @@ TOOL_CPU=${TOOL_CPU:-0}
 TARGET_CPU=${TARGET_CPU:-1}
 PORT=${PORT:-18390}
 TOOLS=${TOOLS:-"k6 volley-run volley-ws${BEFORE:+ volley-run-before volley-ws-before}"}
-MODES=${MODES:-"max short rate"}
+MODES=${MODES:-"max short rate inflight"}
+INFLIGHT=${INFLIGHT:-"8 32"}
+# "inflight" stands for one mode per N.
+MODES=$(for m in $MODES; do
+  if [ "$m" = inflight ]; then for n in $INFLIGHT; do printf 'inflight%s ' "$n"; done
+  else printf '%s ' "$m"; fi
+done)
 RATE=${RATE:-10000}
 SEND_MS=$((VUS * 1000 / RATE))
 [ $((VUS * 1000 % RATE)) -eq 0 ] || die "RATE must divide VUS*1000 (each connection sends every VUS*1000/RATE ms)"
@@ -84,25 +94,29 @@ for mode in sorted(modes, key=lambda m: m != "short"):
         continue
     base = med.get("k6")
     n = len(next(iter(rows.values())))
-    if mode == "max":
+    if mode.startswith("inflight"):
+        print(f"\n{mode[8:]} messages in flight per connection (closed model), {vus} connections, {dur} s; medians of {n} runs")
+        print("| tool | msgs received | tool CPU-s (user + sys) | msgs / CPU-s | vs k6 | steady | peak RSS | RSS / VU |")
+    elif mode == "max":
         print(f"\nmax throughput (closed model, one message in flight per connection), {vus} connections, {dur} s; medians of {n} runs")
         print("| tool | msgs received | tool CPU-s (user + sys) | msgs / CPU-s | vs k6 | steady msgs / CPU-s (vs k6) | peak RSS | RSS / VU |")
     else:
         print(f"\nfixed rate {rate:,} msgs/s in total ({vus} connections × {rate / vus:g}/s), {dur} s; medians of {n} runs")
         print("| tool | msgs received | tool CPU-s (user + sys) | CPU-ms / 1,000 msgs | vs k6 (k6 / tool) | peak RSS | RSS / VU |")
-    print("|---|---:|---:|---:|---:|" + ("---:|" if mode == "max" else "") + "---:|---:|")
+    per_cpu = mode == "max" or mode.startswith("inflight")
+    print("|---|---:|---:|---:|---:|" + ("---:|" if per_cpu else "") + "---:|---:|")
     for t in tools:
         if t not in med:
             continue
         m = med[t]
         steady = ""
-        if mode == "max":
+        if per_cpu:
             fig, ratio = f"{m['per']:,.0f}", (f"{m['per'] / base['per']:.1f}×" if base else "-")
             # Minus the 1-s run's messages and CPU: the cost per message without the fixed part.
             sh = meds.get("short", {})
             st = lambda t: (meds["max"][t]["msgs"] - sh[t]["msgs"]) / max(1e-9, meds["max"][t]["cpu"] - sh[t]["cpu"])
             steady = " - |"
-            if t in sh:
+            if t in sh and mode == "max":
                 steady = f" {st(t):,.0f}" + (f" ({st(t) / st('k6'):.1f}×)" if "k6" in sh else "") + " |"
         else:
             fig, ratio = f"{m['ms1k']:.1f}", (f"{base['ms1k'] / m['ms1k']:.1f}×" if base else "-")
@@ -129,17 +143,19 @@ WS="ws://127.0.0.1:$PORT/ws/echo"
 one() {
   local mode=$1 tool=$2 rep=$3 dir="$OUT/$1-$2-$3"
   mkdir -p "$dir"
-  local dur=$DUR send=0 q=() bin="$OUT/volley"
+  local dur=$DUR send=0 q=() bin="$OUT/volley" n=1
   case $tool in *-before) bin="$OUT/volley-before" ;; esac
   if [ "$mode" = rate ]; then send=$SEND_MS; q=(-q "$RATE"); fi
+  case $mode in inflight*) n=${mode#inflight}; q=(--inflight "$n") ;; esac
   if [ "$mode" = short ]; then dur=1; fi
   local limit=$((dur + 120))
   case $tool in
     k6) set -- "$K6" run -q --no-usage-report --address 127.0.0.1:0 -e "WS=$WS" \
-          -e "VUS=$VUS" -e "DUR_MS=$((dur * 1000))" -e "SEND_MS=$send" \
+          -e "VUS=$VUS" -e "DUR_MS=$((dur * 1000))" -e "SEND_MS=$send" -e "INFLIGHT=$n" \
           --summary-export "$dir/export.json" "$HERE/scripts/k6_ws_echo.js" ;;
     volley-run*) set -- "$bin" run -q -e "WS=$WS" -e "VUS=$VUS" \
-          -e "DUR_MS=$((dur * 1000))" -e "SEND_MS=$send" --summary-export "$dir/export.json" \
+          -e "DUR_MS=$((dur * 1000))" -e "SEND_MS=$send" -e "INFLIGHT=$n" \
+          --summary-export "$dir/export.json" \
           "$HERE/scripts/k6_ws_echo.js" ;;
     volley-ws*) set -- "$bin" ws "$WS" -c "$VUS" -z "${dur}s" -m "$MSG" "${q[@]}" --json ;;
   esac

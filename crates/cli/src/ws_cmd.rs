@@ -19,8 +19,8 @@ const MAX_MESSAGE: u64 = 16 << 20;
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  volley ws ws://127.0.0.1:8080/ws/echo -c 100 -z 10s\n  volley ws wss://host/socket --message '{\"op\":\"ping\"}' -q 5000 -c 200\n  volley ws ws://host/ws --message @frame.bin --binary -n 100000 --save ws.json\n\nExit codes: 0 ok, 1 cannot run, 2 usage, 3 connect/close errors or lost echoes, 99 thresholds crossed, 105 interrupted",
-    mut_arg("rate", |a| a.help("Open model: send R messages/s in total over all connections, on schedule whatever the server does (default: closed model, one message in flight per connection)")),
+    after_help = "Examples:\n  volley ws ws://127.0.0.1:8080/ws/echo -c 100 -z 10s\n  volley ws wss://host/socket --message '{\"op\":\"ping\"}' -q 5000 -c 200\n  volley ws ws://host/ws --message @frame.bin --binary -n 100000 --save ws.json\n  volley ws ws://127.0.0.1:8080/ws/echo -c 1000 --inflight 8 -z 10s\n\nExit codes: 0 ok, 1 cannot run, 2 usage, 3 connect/close errors or lost echoes, 99 thresholds crossed, 105 interrupted",
+    mut_arg("rate", |a| a.help("Open model: send R messages/s in total over all connections, on schedule whatever the server does (default: closed model, --inflight messages outstanding per connection)")),
     mut_arg("json", |a| a.help("Print the summary as JSON on stdout (keys: docs/websocket.md)")),
     mut_arg("thresholds", |a| a.help("Exit with code 99 unless METRIC passes CHECK: k6's grammar (ws_rtt:p(95)<50, ws_msgs_unanswered:count==0, 'ws_errors{error:timeout}:count<1') or a drift/limit check (monitor_rss_bytes:slope<5MB/h) (repeatable)"))
 )]
@@ -45,6 +45,12 @@ pub struct WsArgs {
     /// Send binary frames instead of text
     #[arg(long)]
     pub binary: bool,
+    /// Messages outstanding per connection. Closed model: N go at open, then one more per
+    /// echo (default 1). Open model (-q): a cap (default none); a message due while N are
+    /// outstanding waits for an echo and counts as a missed start, one still waiting at the
+    /// end as dropped. Echoes are matched in send order, as an echo server answers
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    pub inflight: Option<u64>,
     /// Offer a subprotocol (Sec-WebSocket-Protocol; repeatable)
     #[arg(long = "subprotocol", value_name = "NAME")]
     pub subprotocols: Vec<String>,
@@ -211,6 +217,7 @@ fn config(a: &WsArgs) -> Result<WsConfig, String> {
         duration,
         messages: a.messages,
         rate,
+        inflight: a.inflight.map(|n| n as usize),
         connect_timeout: a.connect_timeout,
         timeout: a.timeout,
         insecure: a.tls.insecure,

@@ -108,6 +108,144 @@ fn the_open_model_sends_on_schedule() {
     t.shutdown();
 }
 
+/// `--inflight N`: N messages outstanding per connection, every one answered and counted.
+#[test]
+fn inflight_messages_are_all_matched_and_counted_exactly() {
+    let _serial = exclusive();
+    let t = target();
+    let url = ws_url(&t, "/ws/echo");
+    // Generated messages, matched by their sequence numbers.
+    let (code, j, err) = ws(&[&url, "-n", "2000", "-c", "4", "--inflight", "8"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(j["messages_sent"], 2000, "{j}");
+    assert_eq!(j["messages_received"], 2000);
+    assert_eq!(j["unanswered"], 0);
+    assert_eq!(j["unmatched"], 0);
+    assert_eq!(j["sessions"], 4);
+    assert_eq!(j["errors"].as_object().unwrap().len(), 0, "{j}");
+    assert!(j["rtt_ms"]["p50"].as_f64().unwrap() > 0.0, "{j}");
+    assert!(j["rtt_ms"]["max"].as_f64().unwrap() >= j["rtt_ms"]["p50"].as_f64().unwrap());
+    // A fixed message, matched in order.
+    let (code, j, err) = ws(&[&url, "-n", "801", "-c", "2", "--inflight", "32", "-m", "hi"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(j["messages_received"], 801, "{j}");
+    assert_eq!(j["unmatched"], 0);
+    assert!(j["rtt_ms"]["p50"].as_f64().unwrap() > 0.0, "{j}");
+    // N really are outstanding together: the server closes on the first of each batch, so
+    // each session loses 8 messages (with one in flight it would take 16 sessions).
+    let (code, j, err) = ws(&[
+        &url,
+        "-n",
+        "16",
+        "-c",
+        "1",
+        "--inflight",
+        "8",
+        "-m",
+        "!close 4001",
+    ]);
+    assert_eq!(code, Some(3), "{err}");
+    assert_eq!(j["errors"]["closed 4001"], 2, "{j}");
+    assert_eq!(j["sessions"], 2);
+    assert_eq!(j["messages_sent"], 16);
+    assert_eq!(j["unanswered"], 16);
+    t.shutdown();
+}
+
+/// A message from the server that is not the fixed message sent is unmatched: it does not
+/// stand in for an echo (no round trip recorded, the sends stay unanswered).
+#[test]
+fn a_message_that_is_no_echo_takes_no_echos_place() {
+    let _serial = exclusive();
+    let t = target();
+    let url = ws_url(&t, "/ws/echo");
+    // `!burst 2` makes the server send "burst 0" and "burst 1" instead of an echo.
+    let (code, j, err) = ws(&[
+        &url,
+        "-n",
+        "4",
+        "-c",
+        "1",
+        "--inflight",
+        "4",
+        "-m",
+        "!burst 2",
+    ]);
+    assert_eq!(code, Some(3), "{err}");
+    assert_eq!(j["messages_sent"], 4, "{j}");
+    assert_eq!(j["messages_received"], 8);
+    assert_eq!(j["unmatched"], 8);
+    assert_eq!(j["unanswered"], 4);
+    assert_eq!(j["msgs_per_s"], 0.0, "no round trip may be recorded: {j}");
+    t.shutdown();
+}
+
+/// Open model with a cap: a message due while `--inflight` are outstanding waits for a place
+/// (a missed start when sent) and one never sent by the end is dropped; every arrival due
+/// in the run is one or the other.
+#[test]
+fn the_open_model_with_inflight_counts_missed_and_dropped() {
+    let _serial = exclusive();
+    let t = target();
+    let url = ws_url(&t, "/ws/echo");
+    // `!ping` gets a ping, never an echo: the one place frees only when --timeout expires.
+    let (code, j, err) = ws(&[
+        &url,
+        "-q",
+        "100",
+        "-z",
+        "2s",
+        "-c",
+        "1",
+        "--inflight",
+        "1",
+        "-m",
+        "!ping",
+        "--timeout",
+        "500ms",
+    ]);
+    assert_eq!(code, Some(3), "{err}");
+    let sent = j["messages_sent"].as_u64().unwrap();
+    assert!((3..=5).contains(&sent), "{j}");
+    assert_eq!(j["missed_starts"].as_u64().unwrap(), sent - 1, "{j}");
+    let dropped = j["dropped"].as_u64().unwrap();
+    assert!((198..=200).contains(&(sent + dropped)), "{j}");
+    assert!(j["errors"]["timeout"].as_u64().unwrap() >= 2, "{j}");
+    assert_eq!(j["messages_received"], 0);
+    t.shutdown();
+}
+
+/// A server that goes away mid-run (its connections dropped, then nothing listening) is
+/// counted as errors and ends the run on time: it neither hangs nor loses the accounting.
+#[test]
+fn a_server_gone_mid_run_is_an_error_not_a_hang() {
+    let _serial = exclusive();
+    let t = target();
+    let url = ws_url(&t, "/ws/echo");
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(800));
+        t.shutdown();
+    });
+    let start = std::time::Instant::now();
+    let (code, j, err) = ws(&[&url, "-z", "3s", "-c", "4", "--inflight", "8"]);
+    let took = start.elapsed();
+    stopper.join().unwrap();
+    assert_eq!(code, Some(3), "{err}");
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    let errors = j["errors"].as_object().unwrap();
+    assert!(
+        errors.get("refused").is_some_and(|n| n.as_u64() > Some(0)),
+        "{j}"
+    );
+    let sent = j["messages_sent"].as_u64().unwrap();
+    let received = j["messages_received"].as_u64().unwrap();
+    assert!(received > 0, "{j}");
+    // Every send is answered or counted lost; at most 8 per connection were in flight.
+    let unanswered = j["unanswered"].as_u64().unwrap();
+    assert_eq!(sent, received + unanswered, "{j}");
+    assert!(unanswered <= 32, "{j}");
+}
+
 #[test]
 fn errors_are_classified_and_fail_the_run() {
     let _serial = exclusive();

@@ -4,17 +4,20 @@
 //!
 //! Each connection is a VU whose one iteration connects (TCP, TLS, upgrade), then sends and
 //! matches echoes until its share of `-n`, the `-z` deadline or a stop ends it, then closes
-//! with 1000. Pacing: closed model (one message in flight per connection: the next goes
-//! when the echo of the last arrived) or open model (`rate`: messages due on a
+//! with 1000. Pacing: closed model (`inflight` messages outstanding per connection, one by
+//! default: N go at open, then one more per echo) or open model (`rate`: messages due on a
 //! [`RateSchedule`] shared by all connections, each owning every N-th arrival; a message is
-//! sent when due whether or not earlier echoes came back). Round-trip time runs from the send
-//! (`ws_rtt`) and, in the open model, also from when the message was due
-//! (`ws_rtt_corrected`, coordinated omission corrected).
+//! sent when due whether or not earlier echoes came back, unless `inflight` caps what may be
+//! outstanding: then it waits for an echo and counts as a missed start, and what is still
+//! waiting at the end counts as dropped, as `volley http -q` does). Messages due together go
+//! in one write; every frame one read brought in is handled before the next write or wait.
+//! Round-trip time runs from the send (`ws_rtt`) and, in the open model, also from when the
+//! message was due (`ws_rtt_corrected`, coordinated omission corrected).
 //!
 //! Matching echoes: a generated payload (no `--message`) starts with the message's sequence
 //! number (16 hex digits), so an echo is matched to its own send even if the server drops
-//! or reorders some; a fixed payload is matched first-in first-out, which is exact for an
-//! echo server (one TCP stream keeps the order).
+//! some; a fixed payload is matched first-in first-out (a received message that differs from
+//! it is unmatched), which is exact for an echo server (one TCP stream keeps the order).
 //!
 //! Files: this one (config, metric names), `plan` (config → plan + factory, result), `conn`
 //! (the connection loop), `summary` (terminal and JSON summary from a result file).
@@ -36,8 +39,10 @@ pub const WS_ERRORS: &str = "ws_errors";
 pub const WS_UNANSWERED: &str = "ws_msgs_unanswered";
 /// Received messages that match no message sent (not an echo).
 pub const WS_UNMATCHED: &str = "ws_msgs_unmatched";
-/// Open model: messages sent late because the connection was still busy writing.
+/// Open model: messages sent late (the connection was busy, or `inflight` were outstanding).
 pub const MISSED_STARTS: &str = "missed_starts";
+/// Open model with `inflight`: messages due before the end that were never sent.
+pub const DROPPED: &str = "dropped_messages";
 
 /// The metrics a WebSocket quick run records (k6's `ws_*` names where k6 has one).
 pub const METRICS: &[&str] = &[
@@ -53,6 +58,7 @@ pub const METRICS: &[&str] = &[
     WS_UNANSWERED,
     WS_UNMATCHED,
     MISSED_STARTS,
+    DROPPED,
 ];
 
 /// What each message carries.
@@ -81,6 +87,9 @@ pub struct WsConfig {
     pub messages: Option<u64>,
     /// Open model: messages/s in total. None = closed model.
     pub rate: Option<RateSchedule>,
+    /// Messages outstanding per connection at most. None: 1 in the closed model, no cap in
+    /// the open model.
+    pub inflight: Option<usize>,
     /// TCP + TLS + upgrade.
     pub connect_timeout: Duration,
     /// Longest wait for an echo before the connection counts it lost and reconnects.

@@ -27,6 +27,9 @@ use crate::error::ErrorClass;
 use crate::transport::{self, Io, WireCounters};
 use crate::url::Target;
 
+mod frames;
+pub use frames::Frame;
+
 /// k6's handshake timeout (gorilla's dialer there: 60 s, not configurable).
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
 /// k6's write deadline for control frames (close, ping): a peer that does not read cannot

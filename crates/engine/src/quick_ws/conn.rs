@@ -1,9 +1,11 @@
 //! The connection loop of WebSocket quick mode ([`WsBody`]): connect, send on the model's
-//! pace, match echoes, reconnect after a loss, close with 1000 at the end. One VU, one
-//! connection at a time; everything it records goes through handles resolved once.
+//! pace (up to `inflight` outstanding), match echoes, reconnect after a loss, close with 1000
+//! at the end. One VU, one connection at a time; everything it records goes through handles
+//! resolved once. Per batch of echoes one read and one write: every frame the last read
+//! brought in is matched (and its follow-up buffered) before the buffered sends are flushed.
 
 use super::plan::Shared;
-use super::{Payload, MISSED_STARTS, WS_ERRORS, WS_RTT, WS_RTT_CORRECTED, WS_UNANSWERED};
+use super::{Payload, DROPPED, MISSED_STARTS, WS_ERRORS, WS_RTT, WS_RTT_CORRECTED, WS_UNANSWERED};
 use crate::control::RunControl;
 use crate::vus::{Outcome, Phase, ScenarioState, StopToken, VuBody, WorkerEnv};
 use std::cell::RefCell;
@@ -11,7 +13,7 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use volley_http::ws::{self, Prebuilt, WsCmd, WsConn, WsEvent};
+use volley_http::ws::{self, Frame, Prebuilt, WsCmd, WsConn, WsEvent};
 use volley_metrics::names;
 use volley_metrics::{Handle, MetricKey, MetricKind, Recorder, Unit};
 
@@ -51,6 +53,7 @@ struct Handles {
     unanswered: Handle,
     unmatched: Handle,
     missed: Handle,
+    dropped: Handle,
 }
 
 /// A WebSocket quick-mode VU: one connection driven by one long iteration.
@@ -64,6 +67,8 @@ pub struct WsBody {
     h: Handles,
     /// A fixed `--message`, built once: each send clones a reference count.
     fixed: Option<Prebuilt>,
+    /// Messages outstanding at most (`usize::MAX`: no cap).
+    inflight: usize,
 }
 
 /// How a session (one connection) ended.
@@ -98,13 +103,14 @@ impl WsBody {
             let mut r = env.recorder.borrow_mut();
             let mut c =
                 |name: &str| r.handle(MetricKey::new(name), MetricKind::Counter, Unit::Default);
-            let (sessions, sent, received, unanswered, unmatched, missed) = (
+            let (sessions, sent, received, unanswered, unmatched, missed, dropped) = (
                 c(names::WS_SESSIONS),
                 c(names::WS_MSGS_SENT),
                 c(names::WS_MSGS_RECEIVED),
                 c(WS_UNANSWERED),
                 c(super::WS_UNMATCHED),
                 c(MISSED_STARTS),
+                c(DROPPED),
             );
             let mut t = |name: &str| r.handle(MetricKey::new(name), MetricKind::Trend, Unit::Time);
             let (connecting, rtt, corrected) =
@@ -123,11 +129,15 @@ impl WsBody {
                 unanswered,
                 unmatched,
                 missed,
+                dropped,
             }
         };
         let fixed = matches!(s.cfg.payload, Payload::Fixed(_)).then(|| message(&s, 0));
+        let open = s.cfg.rate.is_some();
+        let inflight = s.cfg.inflight.unwrap_or(if open { usize::MAX } else { 1 });
         WsBody {
             fixed,
+            inflight: inflight.max(1),
             idx,
             rec: env.recorder.clone(),
             scenarios: env.scenarios.clone(),
@@ -185,8 +195,8 @@ impl WsBody {
             return None;
         }
         let Some(rate) = &self.s.cfg.rate else {
-            // Closed model: one message in flight.
-            return st.pending.is_empty().then_some(now);
+            // Closed model: `inflight` messages outstanding.
+            return (st.pending.len() < self.inflight).then_some(now);
         };
         let n = self.s.cfg.connections.max(1) as u64;
         let due = rate
@@ -204,11 +214,13 @@ impl WsBody {
     fn received(&self, st: &mut State, data: &[u8]) {
         let now = Instant::now();
         self.count(self.h.received, 1);
-        let seq = match self.s.cfg.payload {
+        let seq = match &self.s.cfg.payload {
             Payload::Generated { .. } => match parse_seq(data) {
                 Some(s) => Some(s),
                 None => return self.count(self.h.unmatched, 1),
             },
+            // Not what was sent: no echo, and it must not take a pending send's place.
+            Payload::Fixed(m) if m.as_slice() != data => return self.count(self.h.unmatched, 1),
             Payload::Fixed(_) => None,
         };
         // Sends older than the echoed one were dropped by the server.
@@ -260,8 +272,31 @@ impl WsBody {
             end: self.s.duration.map(|d| start + d),
             stopped_at: None,
         };
+        let out = self.sessions(&mut st, stop).await;
+        self.record_dropped(&st);
+        out
+    }
+
+    /// Open model: arrivals of this connection due before it stopped sending that it never
+    /// sent (k6's dropped_iterations, `volley http`'s dropped_requests): with `inflight` full
+    /// they waited for echoes that came too late. A spent `-n` budget drops nothing.
+    fn record_dropped(&self, st: &State) {
+        let (Some(rate), Some(at)) = (&self.s.cfg.rate, st.stopped_at) else {
+            return;
+        };
+        if st.budget == Some(0) {
+            return;
+        }
+        let due_total = rate.arrivals_before(at.saturating_duration_since(st.start).as_secs_f64());
+        let (i, n) = (self.idx as u64, self.s.cfg.connections.max(1) as u64);
+        let mine = due_total.saturating_sub(i).div_ceil(n);
+        self.count(self.h.dropped, mine.saturating_sub(st.next_arrival));
+    }
+
+    /// Connect and run sessions until the run is over.
+    async fn sessions(&self, st: &mut State, stop: &StopToken) -> Outcome {
         loop {
-            if self.next_due(&mut st, Instant::now()).is_none() && st.stopped_at.is_some() {
+            if self.next_due(st, Instant::now()).is_none() && st.stopped_at.is_some() {
                 return Outcome::Ok;
             }
             let began = Instant::now();
@@ -305,7 +340,7 @@ impl WsBody {
                 rec.add(self.h.sessions, 1.0);
                 rec.trend_us(self.h.connecting, began.elapsed().as_micros() as u64);
             }
-            match self.session(&mut conn, &mut st, stop).await {
+            match self.session(&mut conn, st, stop).await {
                 SessionEnd::Cut => {
                     self.bytes(&mut conn);
                     self.count(self.h.unanswered, st.pending.len() as u64);
@@ -337,33 +372,24 @@ impl WsBody {
         loop {
             let now = Instant::now();
             let due = self.next_due(st, now);
+            // Open model: with `inflight` outstanding a due message waits for an echo.
+            let room = st.pending.len() < self.inflight;
             if let Some(due) = due.filter(|d| *d <= now) {
-                let seq = st.seq;
-                st.seq += 1;
-                let open = self.s.cfg.rate.is_some();
-                if open {
-                    // Late only if it was overdue when first seen: the timer's own lateness
-                    // (tokio rounds to the millisecond) is no missed start, as in `quick`.
-                    let slept = st.armed == Some(st.next_arrival);
-                    st.next_arrival += 1;
-                    if !slept && now > due + TIMER_SLACK {
-                        self.count(self.h.missed, 1);
+                if room {
+                    if let Err(end) = self.send_due(conn, st, due, now).await {
+                        return end;
                     }
+                    unflushed = true;
+                    continue;
                 }
-                if let Some(b) = st.budget.as_mut() {
-                    *b -= 1;
+                // Sent once an echo frees a place, late: a missed start.
+                st.armed = None;
+            }
+            // Every frame the last read brought in, before writing or waiting again.
+            if let Some(f) = conn.try_next_frame().await {
+                if let Some(end) = self.on_frame(st, f) {
+                    return end;
                 }
-                st.pending.push_back(Pending {
-                    seq,
-                    sent: now,
-                    due: open.then_some(due),
-                });
-                if self.send(conn, seq).await.is_err() {
-                    self.error("write");
-                    return SessionEnd::Lost;
-                }
-                unflushed = true;
-                self.count(self.h.sent, 1);
                 continue;
             }
             if std::mem::take(&mut unflushed) && conn.flush_now().await.is_err() {
@@ -373,6 +399,10 @@ impl WsBody {
             if due.is_none() && st.pending.is_empty() {
                 return SessionEnd::Done;
             }
+            // Wire bytes so far, once per wait (the run's per-second series shows them).
+            self.bytes(conn);
+            // Blocked on `inflight`: an echo wakes it, not the (past) due time.
+            let due = due.filter(|_| room);
             if due.is_some() {
                 st.armed = Some(st.next_arrival);
             }
@@ -391,40 +421,87 @@ impl WsBody {
             } else if let Some(end) = st.end {
                 wake = Some(wake.map_or(end, |w| w.min(end)));
             }
-            let ev = tokio::select! {
+            // The socket first: a frame ready on wake-up skips polling the stop futures (a
+            // lock each). They registered on the first wait, so a stop while busy is kept,
+            // and `next_due` sees the run's stop flag every turn anyway.
+            let f = tokio::select! {
                 biased;
+                f = conn.next_frame(wake) => f,
                 _ = &mut stopped => return SessionEnd::Cut,
                 _ = &mut interrupted, if st.stopped_at.is_none() && !was_interrupted => {
                     was_interrupted = true;
                     st.stopped_at = Some(Instant::now());
                     continue;
                 }
-                ev = conn.next(wake) => ev,
             };
-            match ev {
-                WsEvent::Text(t) => self.received(st, t.as_bytes()),
-                WsEvent::Binary(b) => self.received(st, &b),
-                WsEvent::Ping | WsEvent::Pong(_) => {}
-                WsEvent::Timeout => {
-                    let now = Instant::now();
-                    // Echoes overdue by the timeout are lost; the connection goes on.
-                    while st
-                        .pending
-                        .front()
-                        .is_some_and(|p| now >= p.sent + self.s.cfg.timeout)
-                    {
-                        st.pending.pop_front();
-                        self.error("timeout");
-                        self.count(self.h.unanswered, 1);
-                    }
-                }
-                WsEvent::Closed { code, .. } => {
-                    self.error(&format!("closed {code}"));
-                    return SessionEnd::Lost;
+            if let Some(end) = self.on_frame(st, f) {
+                return end;
+            }
+        }
+    }
+
+    /// Buffer the message due at `due` (the session flushes before it waits).
+    async fn send_due(
+        &self,
+        conn: &mut WsConn,
+        st: &mut State,
+        due: Instant,
+        now: Instant,
+    ) -> Result<(), SessionEnd> {
+        let seq = st.seq;
+        st.seq += 1;
+        let open = self.s.cfg.rate.is_some();
+        if open {
+            // Late only if it was overdue when first seen: the timer's own lateness
+            // (tokio rounds to the millisecond) is no missed start, as in `quick`.
+            let slept = st.armed == Some(st.next_arrival);
+            st.next_arrival += 1;
+            if !slept && now > due + TIMER_SLACK {
+                self.count(self.h.missed, 1);
+            }
+        }
+        if let Some(b) = st.budget.as_mut() {
+            *b -= 1;
+        }
+        st.pending.push_back(Pending {
+            seq,
+            sent: now,
+            due: open.then_some(due),
+        });
+        if self.send(conn, seq).await.is_err() {
+            self.error("write");
+            return Err(SessionEnd::Lost);
+        }
+        self.count(self.h.sent, 1);
+        Ok(())
+    }
+
+    /// Handle what the socket gave; `Some` ends the session.
+    fn on_frame(&self, st: &mut State, f: Frame) -> Option<SessionEnd> {
+        match f {
+            Frame::Data(d) => self.received(st, &d),
+            Frame::Event(
+                WsEvent::Ping | WsEvent::Pong(_) | WsEvent::Text(_) | WsEvent::Binary(_),
+            ) => {}
+            Frame::Event(WsEvent::Timeout) => {
+                let now = Instant::now();
+                // Echoes overdue by the timeout are lost; the connection goes on.
+                while st
+                    .pending
+                    .front()
+                    .is_some_and(|p| now >= p.sent + self.s.cfg.timeout)
+                {
+                    st.pending.pop_front();
+                    self.error("timeout");
+                    self.count(self.h.unanswered, 1);
                 }
             }
-            self.bytes(conn);
+            Frame::Event(WsEvent::Closed { code, .. }) => {
+                self.error(&format!("closed {code}"));
+                return Some(SessionEnd::Lost);
+            }
         }
+        None
     }
 
     /// The closing handshake: our 1000, then the peer's answer (or [`CLOSE_WAIT`]).

@@ -1,7 +1,9 @@
 //! The WebSocket quick-mode summary, computed from a [`RunResult`] alone (so `volley summary
 //! run.json` prints it again): the terminal text, in `volley http`'s style, and `--json`.
 
-use super::{MISSED_STARTS, WS_ERRORS, WS_RTT, WS_RTT_CORRECTED, WS_UNANSWERED, WS_UNMATCHED};
+use super::{
+    DROPPED, MISSED_STARTS, WS_ERRORS, WS_RTT, WS_RTT_CORRECTED, WS_UNANSWERED, WS_UNMATCHED,
+};
 use crate::summary::{
     latency_of, trend, write_data, write_header, write_histogram, write_latency, LatencyMs,
 };
@@ -38,6 +40,8 @@ pub struct WsSummary {
     /// Open model: the rate asked for (messages/s in total), else absent.
     pub target_rate: Option<f64>,
     pub missed_starts: u64,
+    /// Open model with `--inflight`: messages due before the end that were never sent.
+    pub dropped: u64,
     /// Error class → count: a connect error's class (refused, timeout, tls, dns ...),
     /// `handshake STATUS` for a refused upgrade, `closed CODE` for a close by the peer,
     /// `timeout` for an echo later than `--timeout`, `write` for a failed send.
@@ -86,6 +90,7 @@ impl WsSummary {
             service_rtt_ms: latency_of(service.as_ref()),
             target_rate,
             missed_starts: c(MISSED_STARTS),
+            dropped: c(DROPPED),
             errors,
             interrupted: r.meta.interrupted,
             started_at: r.meta.started_at.clone(),
@@ -145,8 +150,8 @@ impl WsSummary {
         if let Some(rate) = self.target_rate {
             let _ = writeln!(
                 o,
-                "  Open model:    target {rate:.1} msg/s, {} missed starts",
-                self.missed_starts
+                "  Open model:    target {rate:.1} msg/s, {} missed starts, {} dropped",
+                self.missed_starts, self.dropped
             );
             let _ = writeln!(
                 o,
