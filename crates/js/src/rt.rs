@@ -340,6 +340,81 @@ mod tests {
         });
     }
 
+    /// Where a context's builtins go (docs/vus.md, "What a VU's context holds"): a raw
+    /// context, then each intrinsic group added alone, each measured as QuickJS accounts
+    /// it. Run with `--nocapture` for the table; it asserts that the groups add up to a
+    /// VU's context and that the lazy groups cost a fraction of the eager ones.
+    #[test]
+    fn a_vu_contexts_builtins_group_by_group() {
+        use rquickjs::qjs;
+        let rt = vu_runtime().unwrap();
+        let anchor = Context::custom::<()>(&rt).unwrap();
+        // SAFETY: raw contexts of this runtime, freed before it; nothing else runs.
+        let raw_rt = unsafe { qjs::JS_GetRuntime(anchor.as_raw().as_ptr()) };
+        let used = || rt.memory_usage().malloc_size;
+        type Step = (&'static str, Adder);
+        unsafe extern "C" fn none(_: *mut qjs::JSContext) -> std::ffi::c_int {
+            0
+        }
+        unsafe extern "C" fn regexp_compiler(c: *mut qjs::JSContext) -> std::ffi::c_int {
+            unsafe { qjs::JS_AddIntrinsicRegExpCompiler(c) };
+            0
+        }
+        let steps: [Step; 14] = [
+            ("raw context (Object, Function, Error, Array basics)", none),
+            ("base objects (the other globals)", qjs::JS_AddIntrinsicBaseObjects),
+            ("eval", qjs::JS_AddIntrinsicEval),
+            ("RegExp compiler", regexp_compiler),
+            ("RegExp", qjs::JS_AddIntrinsicRegExp),
+            ("JSON", qjs::JS_AddIntrinsicJSON),
+            ("Proxy", qjs::JS_AddIntrinsicProxy),
+            ("Promise", qjs::JS_AddIntrinsicPromise),
+            ("performance", qjs::JS_AddPerformance),
+            ("Date (lazy)", JS_VolleyAddLazyDate),
+            ("Map/Set (lazy)", JS_VolleyAddLazyMapSet),
+            ("typed arrays (lazy)", JS_VolleyAddLazyTypedArrays),
+            ("Date, Map/Set, typed arrays (eager)", eager_groups),
+            ("WeakRef (not in VUs)", qjs::JS_AddIntrinsicWeakRef),
+        ];
+        unsafe extern "C" fn eager_groups(c: *mut qjs::JSContext) -> std::ffi::c_int {
+            unsafe {
+                qjs::JS_AddIntrinsicDate(c)
+                    | qjs::JS_AddIntrinsicMapSet(c)
+                    | qjs::JS_AddIntrinsicTypedArrays(c)
+            }
+        }
+        let mut sizes = Vec::new();
+        for (i, (name, add)) in steps.iter().enumerate() {
+            let m0 = used();
+            let ctx = unsafe { qjs::JS_NewContextRaw(raw_rt) };
+            assert!(!ctx.is_null());
+            let m1 = used();
+            // Groups past the base objects need them (as in a VU's context).
+            if i > 1 {
+                assert_eq!(unsafe { qjs::JS_AddIntrinsicBaseObjects(ctx) }, 0);
+            }
+            let m2 = used();
+            assert_eq!(unsafe { add(ctx) }, 0, "{name}");
+            let m3 = used();
+            unsafe { qjs::JS_FreeContext(ctx) };
+            rt.run_gc();
+            let size = if i == 0 { m1 - m0 } else { m3 - m2 };
+            sizes.push(size);
+            println!("{name:55} {size:>7} bytes");
+        }
+        // A VU's context is the raw context, the base objects and its groups, lazily.
+        let m0 = used();
+        let vu = vu_context(&rt).unwrap();
+        let whole = used() - m0;
+        drop(vu);
+        let parts: usize = sizes[..12].iter().sum();
+        println!("{:55} {whole:>7} bytes (parts: {parts})", "a VU's context");
+        assert!(parts.abs_diff(whole) < 1_000, "{parts} vs {whole}");
+        // Lazy groups: under a tenth of what the eager ones cost.
+        let lazy: usize = sizes[9..12].iter().sum();
+        assert!(lazy * 10 < sizes[12], "lazy {lazy}, eager {}", sizes[12]);
+    }
+
     /// Contexts of one runtime do not share the typed arrays' constructors or prototypes,
     /// and making them in one context leaves another's lazy.
     #[test]

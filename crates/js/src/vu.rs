@@ -402,6 +402,7 @@ fn vu_main_shared(y: &Yielder<Resume, Yield>, st: &Rc<VuState>) {
     // SAFETY: a live context of this runtime, used on this thread only.
     let rt = unsafe { rquickjs::qjs::JS_GetRuntime(raw.as_ptr()) };
     st.shared_rt.set(rt);
+    shared::share_code(rt);
     shared::switch_in(rt, st);
     {
         // SAFETY: the runtime's lock guards nothing here: its contexts are used on this

@@ -56,3 +56,49 @@ fn vus_sharing_a_runtime_keep_their_globals_stacks_recursion_and_interrupts() {
     assert_eq!(cut, 0, "a working VU was interrupted");
     assert!(r.metrics_named("iteration_errors").next().is_none());
 }
+
+/// The compiled code of a module is one copy per runtime (the vendored QuickJS's shared
+/// code, run in the calling VU's realm): VUs calling the same functions of a module and of
+/// the k6 shims still see their own globals, `__VU`, module state and builtins (errors,
+/// closures, objects made there), across awaits resumed by promise jobs; a module with a
+/// tagged template keeps its own (realm-bound) copy; gracefulStop cuts only the VU that
+/// spins in a shared function.
+#[test]
+fn vus_calling_shared_module_code_stay_isolated() {
+    shared_mode();
+    let t = target();
+    let out = run_script("shared_code.js", &t, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let r = &out.result;
+    let checks: Vec<_> = r
+        .metrics_named("checks")
+        .map(|m| {
+            (
+                m.tags.get("check").cloned().unwrap_or_default(),
+                m.value.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(checks.len(), 6, "{checks:?}");
+    for (name, v) in &checks {
+        match v {
+            TotalValue::Rate { trues, total } => {
+                assert!(*total >= 6, "{name}: {total} checks");
+                assert_eq!(trues, total, "{name} failed {} times", total - trues);
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+    let list = r.options["scenarios"].as_array().unwrap();
+    let counts = |name: &str| {
+        let s = list.iter().find(|s| s["name"] == name).unwrap();
+        (
+            s["completed_iterations"].as_u64().unwrap(),
+            s["interrupted_iterations"].as_u64().unwrap(),
+        )
+    };
+    assert_eq!(counts("spinning"), (0, 1));
+    let (done, cut) = counts("working");
+    assert!(done >= 6, "working: {done} completed");
+    assert_eq!(cut, 0, "a working VU was interrupted");
+    assert!(r.metrics_named("iteration_errors").next().is_none());
+}

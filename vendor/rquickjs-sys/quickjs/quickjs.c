@@ -417,6 +417,11 @@ struct JSRuntime {
     void *user_opaque;
     void *libc_opaque;
     JSRuntimeFinalizerState *finalizers;
+    /* Volley: code shared by the runtime's contexts (JS_VolleyShareCode) */
+    bool volley_share_code;
+    int volley_code_count;
+    int volley_code_size;
+    struct JSVolleyCode *volley_code;
 };
 
 typedef struct JSStackFrame {
@@ -1514,6 +1519,9 @@ static void js_free_shape_null(JSRuntime *rt, JSShape *sh);
 static int js_shape_prepare_update(JSContext *ctx, JSObject *p,
                                    JSShapeProperty **pprs);
 static inline void js_volley_need_class(JSContext *ctx, JSClassID class_id);
+static void js_volley_free_code(JSRuntime *rt);
+static JSValue *js_volley_code_slot(JSRuntime *rt, JSAtom name);
+static void js_volley_keep_code(JSRuntime *rt, JSValue *slot, JSValueConst code);
 static int init_shape_hash(JSRuntime *rt);
 static __exception int js_get_length32(JSContext *ctx, uint32_t *pres,
                                        JSValueConst obj);
@@ -2693,6 +2701,7 @@ void JS_FreeRuntime(JSRuntime *rt)
     bool leak = false;
     int i;
 
+    js_volley_free_code(rt);
     rt->in_free = true;
     JS_FreeValueRT(rt, rt->current_exception);
 
@@ -18321,7 +18330,8 @@ static JSValue JS_CallInternal(JSContext *caller_ctx, JSValueConst func_obj,
             sf = &s->frame;
             p = JS_VALUE_GET_OBJ(sf->cur_func);
             b = p->u.func.function_bytecode;
-            ctx = b->realm;
+            /* Volley: shared code (no realm) runs in its caller's realm */
+            ctx = b->realm ? b->realm : caller_ctx;
             var_refs = p->u.func.var_refs;
             local_buf = arg_buf = sf->arg_buf;
             var_buf = sf->var_buf;
@@ -18401,7 +18411,8 @@ static JSValue JS_CallInternal(JSContext *caller_ctx, JSValueConst func_obj,
     sf->cur_pc = NULL;
     sf->prev_frame = rt->current_stack_frame;
     rt->current_stack_frame = sf;
-    ctx = b->realm; /* set the current realm */
+    /* set the current realm; Volley: shared code (no realm) keeps the caller's */
+    ctx = b->realm ? b->realm : caller_ctx;
 
 #ifdef ENABLE_DUMPS // JS_DUMP_BYTECODE_STEP
     if (check_dump_flag(ctx->rt, JS_DUMP_BYTECODE_STEP))
@@ -21220,7 +21231,8 @@ static JSContext *JS_GetFunctionRealm(JSContext *ctx, JSValueConst func_obj)
         {
             JSFunctionBytecode *b;
             b = p->u.func.function_bytecode;
-            realm = b->realm;
+            /* Volley: shared code belongs to the running realm */
+            realm = b->realm ? b->realm : ctx;
         }
         break;
     case JS_CLASS_PROXY:
@@ -40167,6 +40179,7 @@ static JSValue JS_ReadModule(BCReaderState *s)
     JSAtom module_name;
     int i;
     uint8_t v8;
+    JSValue *slot;
 
     if (bc_get_atom(s, &module_name))
         goto fail;
@@ -40273,9 +40286,20 @@ static JSValue JS_ReadModule(BCReaderState *s)
         goto fail;
     m->has_tla = (v8 != 0);
 
+    /* Volley: a module read before in this runtime gets the same function
+       bytecode (the last thing in its record, so the rest is not read) */
+    slot = js_volley_code_slot(ctx->rt, m->module_name);
+    if (slot && JS_VALUE_GET_TAG(*slot) == JS_TAG_FUNCTION_BYTECODE) {
+        m->func_obj = js_dup(*slot);
+        return obj;
+    }
     m->func_obj = JS_ReadObjectRec(s);
     if (JS_IsException(m->func_obj))
         goto fail;
+    /* (looked up again: reading may have grown the table) */
+    slot = js_volley_code_slot(ctx->rt, m->module_name);
+    if (slot)
+        js_volley_keep_code(ctx->rt, slot, m->func_obj);
     return obj;
  fail:
     if (m) {
@@ -40835,6 +40859,147 @@ JSValue JS_ReadObject(JSContext *ctx, const uint8_t *buf, size_t buf_len,
                       int flags)
 {
     return JS_ReadObject2(ctx, buf, buf_len, flags, NULL);
+}
+
+/* Volley (vendor/rquickjs-sys/VOLLEY.md, "Code shared by a runtime's contexts"):
+   with JS_VolleyShareCode on, a runtime keeps one copy of each module's (and
+   each JS_VolleyReadShared script's) function bytecode, by name, and every
+   context that reads it again gets that copy. Shared bytecode has no realm
+   (b->realm NULL): it runs in the realm of its caller, as closures it makes
+   and objects `new` makes from it belong to the running realm. Volley's
+   contexts never call each other's functions, so the caller's realm is the
+   context the function object belongs to. Code whose constants include
+   objects (template objects of tagged templates, which belong to a realm)
+   is not shared. */
+typedef struct JSVolleyCode {
+    JSAtom name;
+    JSValue code; /* JS_UNDEFINED: not read yet; JS_NULL: not shareable */
+} JSVolleyCode;
+
+void JS_VolleyShareCode(JSRuntime *rt, int on)
+{
+    rt->volley_share_code = on != 0;
+}
+
+static void js_volley_free_code(JSRuntime *rt)
+{
+    int i;
+
+    for (i = 0; i < rt->volley_code_count; i++) {
+        JS_FreeValueRT(rt, rt->volley_code[i].code);
+        JS_FreeAtomRT(rt, rt->volley_code[i].name);
+    }
+    js_free_rt(rt, rt->volley_code);
+    rt->volley_code = NULL;
+    rt->volley_code_count = rt->volley_code_size = 0;
+}
+
+/* The runtime's slot for the code named 'name' (made empty, JS_UNDEFINED, on
+   first use), or NULL when sharing is off (or out of memory: not shared). */
+static JSValue *js_volley_code_slot(JSRuntime *rt, JSAtom name)
+{
+    JSVolleyCode *tab;
+    int i, size;
+
+    if (!rt->volley_share_code)
+        return NULL;
+    for (i = 0; i < rt->volley_code_count; i++) {
+        if (rt->volley_code[i].name == name)
+            return &rt->volley_code[i].code;
+    }
+    if (rt->volley_code_count == rt->volley_code_size) {
+        size = rt->volley_code_size ? rt->volley_code_size * 2 : 8;
+        tab = js_realloc_rt(rt, rt->volley_code, sizeof(*tab) * size);
+        if (!tab)
+            return NULL;
+        rt->volley_code = tab;
+        rt->volley_code_size = size;
+    }
+    i = rt->volley_code_count++;
+    rt->volley_code[i].name = JS_DupAtomRT(rt, name);
+    rt->volley_code[i].code = JS_UNDEFINED;
+    return &rt->volley_code[i].code;
+}
+
+/* Can 'b' and the functions it defines run in any realm? */
+static bool js_volley_shareable(JSFunctionBytecode *b)
+{
+    int i;
+
+    for (i = 0; i < b->cpool_count; i++) {
+        switch (JS_VALUE_GET_TAG(b->cpool[i])) {
+        case JS_TAG_FUNCTION_BYTECODE:
+            if (!js_volley_shareable(JS_VALUE_GET_PTR(b->cpool[i])))
+                return false;
+            break;
+        case JS_TAG_OBJECT:
+        case JS_TAG_MODULE:
+            return false;
+        default:
+            break;
+        }
+    }
+    return true;
+}
+
+static void js_volley_unrealm(JSRuntime *rt, JSFunctionBytecode *b)
+{
+    int i;
+
+    if (b->realm) {
+        JS_FreeContext(b->realm);
+        b->realm = NULL;
+    }
+    for (i = 0; i < b->cpool_count; i++) {
+        if (JS_VALUE_GET_TAG(b->cpool[i]) == JS_TAG_FUNCTION_BYTECODE)
+            js_volley_unrealm(rt, JS_VALUE_GET_PTR(b->cpool[i]));
+    }
+}
+
+/* First read of the code of an empty 'slot': keep it there for the next
+   contexts if it can be shared, else remember that it cannot. */
+static void js_volley_keep_code(JSRuntime *rt, JSValue *slot, JSValueConst code)
+{
+    JSFunctionBytecode *b;
+
+    if (!JS_IsUndefined(*slot))
+        return;
+    if (JS_VALUE_GET_TAG(code) != JS_TAG_FUNCTION_BYTECODE) {
+        *slot = JS_NULL;
+        return;
+    }
+    b = JS_VALUE_GET_PTR(code);
+    if (!js_volley_shareable(b)) {
+        *slot = JS_NULL;
+        return;
+    }
+    js_volley_unrealm(rt, b);
+    *slot = js_dup(code);
+}
+
+/* JS_ReadObject of a script's bytecode ('buf', JS_WriteObject of a compiled
+   script) that a runtime with JS_VolleyShareCode on reads once: the next
+   calls with the same 'name' return the same function bytecode. */
+JSValue JS_VolleyReadShared(JSContext *ctx, const uint8_t *buf, size_t buf_len,
+                            const char *name)
+{
+    JSAtom atom;
+    JSValue *slot, code;
+
+    atom = JS_NewAtom(ctx, name);
+    if (atom == JS_ATOM_NULL)
+        return JS_EXCEPTION;
+    slot = js_volley_code_slot(ctx->rt, atom);
+    if (slot && JS_VALUE_GET_TAG(*slot) == JS_TAG_FUNCTION_BYTECODE) {
+        JS_FreeAtom(ctx, atom);
+        return js_dup(*slot);
+    }
+    code = JS_ReadObject(ctx, buf, buf_len, JS_READ_OBJ_BYTECODE);
+    slot = js_volley_code_slot(ctx->rt, atom);
+    if (slot && !JS_IsException(code))
+        js_volley_keep_code(ctx->rt, slot, code);
+    JS_FreeAtom(ctx, atom);
+    return code;
 }
 
 /*******************************************************************/

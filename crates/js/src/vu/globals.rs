@@ -2,6 +2,7 @@
 //! other functions k6 scripts call without an import.
 
 use super::*;
+use rquickjs::qjs;
 
 fn throw(ctx: &Ctx<'_>, msg: &str) -> rquickjs::Error {
     rquickjs::Exception::throw_message(ctx, msg)
@@ -275,6 +276,71 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
             )?,
         )?;
     }
-    ctx.eval::<(), _>(script::CONSOLE_JS)?;
+    eval_console(ctx)
+}
+
+extern "C" {
+    // Added to the vendored QuickJS (vendor/rquickjs-sys/VOLLEY.md, "Code shared by a
+    // runtime's contexts").
+    fn JS_VolleyReadShared(
+        ctx: *mut qjs::JSContext,
+        buf: *const u8,
+        len: usize,
+        name: *const std::ffi::c_char,
+    ) -> qjs::JSValue;
+}
+
+/// Run the console shim (`shims/console.js`) in `ctx`. It is compiled once per process,
+/// and a shared runtime reads its bytecode once for all its VUs: parsing it per VU cost
+/// VU start-up CPU, and its functions' bytecode was per VU memory.
+fn eval_console(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
+    static BYTECODE: OnceLock<Option<Vec<u8>>> = OnceLock::new();
+    let raw = ctx.as_raw().as_ptr();
+    let compiled = BYTECODE.get_or_init(|| {
+        let src = std::ffi::CString::new(script::CONSOLE_JS).ok()?;
+        // SAFETY: a live context; the compiled function and the written buffer are
+        // freed here, in that context.
+        unsafe {
+            let flags = qjs::JS_EVAL_TYPE_GLOBAL | qjs::JS_EVAL_FLAG_COMPILE_ONLY;
+            let f = qjs::JS_Eval(
+                raw,
+                src.as_ptr(),
+                script::CONSOLE_JS.len() as _,
+                c"eval_script".as_ptr(),
+                flags as i32,
+            );
+            if qjs::JS_IsException(f) {
+                let _ = ctx.catch();
+                return None;
+            }
+            let mut len: qjs::size_t = 0;
+            let buf = qjs::JS_WriteObject(raw, &mut len, f, qjs::JS_WRITE_OBJ_BYTECODE as i32);
+            qjs::JS_FreeValue(raw, f);
+            if buf.is_null() {
+                let _ = ctx.catch();
+                return None;
+            }
+            let v = std::slice::from_raw_parts(buf, len as usize).to_vec();
+            qjs::js_free(raw, buf.cast());
+            Some(v)
+        }
+    });
+    let Some(bc) = compiled else {
+        // (cannot happen with the shim as shipped; its errors show this way)
+        return ctx.eval::<(), _>(script::CONSOLE_JS);
+    };
+    // SAFETY: bytecode this process wrote with JS_WriteObject; JS_EvalFunction takes the
+    // function's reference.
+    unsafe {
+        let f = JS_VolleyReadShared(raw, bc.as_ptr(), bc.len(), c"volley:console".as_ptr());
+        if qjs::JS_IsException(f) {
+            return Err(rquickjs::Error::Exception);
+        }
+        let r = qjs::JS_EvalFunction(raw, f);
+        if qjs::JS_IsException(r) {
+            return Err(rquickjs::Error::Exception);
+        }
+        qjs::JS_FreeValue(raw, r);
+    }
     Ok(())
 }
