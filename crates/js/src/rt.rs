@@ -362,7 +362,10 @@ mod tests {
         }
         let steps: [Step; 14] = [
             ("raw context (Object, Function, Error, Array basics)", none),
-            ("base objects (the other globals)", qjs::JS_AddIntrinsicBaseObjects),
+            (
+                "base objects (the other globals)",
+                qjs::JS_AddIntrinsicBaseObjects,
+            ),
             ("eval", qjs::JS_AddIntrinsicEval),
             ("RegExp compiler", regexp_compiler),
             ("RegExp", qjs::JS_AddIntrinsicRegExp),
@@ -402,16 +405,17 @@ mod tests {
             sizes.push(size);
             println!("{name:55} {size:>7} bytes");
         }
-        // A VU's context is the raw context, the base objects and its groups, lazily.
+        // A VU's context is the raw context, the base objects and its groups, lazily (plus
+        // ~1 KB of rquickjs's own per context).
         let m0 = used();
         let vu = vu_context(&rt).unwrap();
         let whole = used() - m0;
         drop(vu);
-        let parts: usize = sizes[..12].iter().sum();
+        let parts: i64 = sizes[..12].iter().sum();
         println!("{:55} {whole:>7} bytes (parts: {parts})", "a VU's context");
-        assert!(parts.abs_diff(whole) < 1_000, "{parts} vs {whole}");
+        assert!((parts - whole).abs() < 2_000, "{parts} vs {whole}");
         // Lazy groups: under a tenth of what the eager ones cost.
-        let lazy: usize = sizes[9..12].iter().sum();
+        let lazy: i64 = sizes[9..12].iter().sum();
         assert!(lazy * 10 < sizes[12], "lazy {lazy}, eager {}", sizes[12]);
     }
 

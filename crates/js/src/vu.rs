@@ -39,7 +39,7 @@ mod body;
 mod globals;
 pub(crate) mod shared;
 pub use body::JsVu;
-pub(crate) use globals::{add_tags, install_globals};
+pub(crate) use globals::{add_tags, install_globals, SharedScript};
 pub use shared::runtimes_made as shared_runtimes_made;
 
 /// Coroutine stack per VU (virtual memory; only touched pages cost RSS).

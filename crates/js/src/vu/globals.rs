@@ -3,6 +3,7 @@
 
 use super::*;
 use rquickjs::qjs;
+use std::ffi::CStr;
 
 fn throw(ctx: &Ctx<'_>, msg: &str) -> rquickjs::Error {
     rquickjs::Exception::throw_message(ctx, msg)
@@ -276,8 +277,12 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
             )?,
         )?;
     }
-    eval_console(ctx)
+    CONSOLE.eval::<()>(ctx)
 }
+
+/// The console shim: globals, not a module.
+static CONSOLE: SharedScript =
+    SharedScript::new(c"volley:console", c"eval_script", script::CONSOLE_JS);
 
 extern "C" {
     // Added to the vendored QuickJS (vendor/rquickjs-sys/VOLLEY.md, "Code shared by a
@@ -290,23 +295,72 @@ extern "C" {
     ) -> qjs::JSValue;
 }
 
-/// Run the console shim (`shims/console.js`) in `ctx`. It is compiled once per process,
-/// and a shared runtime reads its bytecode once for all its VUs: parsing it per VU cost
-/// VU start-up CPU, and its functions' bytecode was per VU memory.
-fn eval_console(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
-    static BYTECODE: OnceLock<Option<Vec<u8>>> = OnceLock::new();
-    let raw = ctx.as_raw().as_ptr();
-    let compiled = BYTECODE.get_or_init(|| {
-        let src = std::ffi::CString::new(script::CONSOLE_JS).ok()?;
-        // SAFETY: a live context; the compiled function and the written buffer are
-        // freed here, in that context.
+/// A built-in script that VUs evaluate (not a module: the console shim, k6/html's API).
+/// It is compiled once per process, and a shared runtime reads its bytecode once for all
+/// its VUs: parsing it per VU cost VU start-up CPU, and its functions' bytecode was per VU
+/// memory.
+pub(crate) struct SharedScript {
+    /// The runtime's name for its code (distinct from every module name).
+    key: &'static CStr,
+    /// The file name in its error positions.
+    file: &'static CStr,
+    src: &'static str,
+    bytecode: OnceLock<Option<Vec<u8>>>,
+}
+
+impl SharedScript {
+    pub(crate) const fn new(key: &'static CStr, file: &'static CStr, src: &'static str) -> Self {
+        SharedScript {
+            key,
+            file,
+            src,
+            bytecode: OnceLock::new(),
+        }
+    }
+
+    /// Run it in `ctx`; its completion value as `T`.
+    pub(crate) fn eval<'js, T: rquickjs::FromJs<'js>>(
+        &self,
+        ctx: &Ctx<'js>,
+    ) -> rquickjs::Result<T> {
+        let Some(bc) = self.bytecode.get_or_init(|| self.compile(ctx)) else {
+            // (cannot happen with the shims as shipped; their errors show this way)
+            let mut opts = rquickjs::context::EvalOptions::default();
+            opts.filename = self.file.to_str().ok().map(String::from);
+            return ctx.eval_with_options(self.src, opts);
+        };
+        let raw = ctx.as_raw().as_ptr();
+        // SAFETY: bytecode this process wrote with JS_WriteObject; JS_EvalFunction takes
+        // the function's reference, the returned value is owned by `Value`.
+        let v = unsafe {
+            let f = JS_VolleyReadShared(raw, bc.as_ptr(), bc.len(), self.key.as_ptr());
+            if qjs::JS_IsException(f) {
+                return Err(rquickjs::Error::Exception);
+            }
+            let r = qjs::JS_EvalFunction(raw, f);
+            if qjs::JS_IsException(r) {
+                return Err(rquickjs::Error::Exception);
+            }
+            Value::from_raw(ctx.clone(), r)
+        };
+        T::from_js(ctx, v)
+    }
+
+    fn compile(&self, ctx: &Ctx<'_>) -> Option<Vec<u8>> {
+        let raw = ctx.as_raw().as_ptr();
+        let src = std::ffi::CString::new(self.src).ok()?;
+        // SAFETY: a live context; the compiled function and the written buffer are freed
+        // here, in that context.
         unsafe {
-            let flags = qjs::JS_EVAL_TYPE_GLOBAL | qjs::JS_EVAL_FLAG_COMPILE_ONLY;
+            // Strict, as `Ctx::eval` evaluates.
+            let flags = qjs::JS_EVAL_TYPE_GLOBAL
+                | qjs::JS_EVAL_FLAG_STRICT
+                | qjs::JS_EVAL_FLAG_COMPILE_ONLY;
             let f = qjs::JS_Eval(
                 raw,
                 src.as_ptr(),
-                script::CONSOLE_JS.len() as _,
-                c"eval_script".as_ptr(),
+                self.src.len() as _,
+                self.file.as_ptr(),
                 flags as i32,
             );
             if qjs::JS_IsException(f) {
@@ -324,23 +378,5 @@ fn eval_console(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
             qjs::js_free(raw, buf.cast());
             Some(v)
         }
-    });
-    let Some(bc) = compiled else {
-        // (cannot happen with the shim as shipped; its errors show this way)
-        return ctx.eval::<(), _>(script::CONSOLE_JS);
-    };
-    // SAFETY: bytecode this process wrote with JS_WriteObject; JS_EvalFunction takes the
-    // function's reference.
-    unsafe {
-        let f = JS_VolleyReadShared(raw, bc.as_ptr(), bc.len(), c"volley:console".as_ptr());
-        if qjs::JS_IsException(f) {
-            return Err(rquickjs::Error::Exception);
-        }
-        let r = qjs::JS_EvalFunction(raw, f);
-        if qjs::JS_IsException(r) {
-            return Err(rquickjs::Error::Exception);
-        }
-        qjs::JS_FreeValue(raw, r);
     }
-    Ok(())
 }
