@@ -7,14 +7,18 @@ use common::*;
 
 use volley_metrics::TotalValue;
 
-fn shared_mode() {
+/// One test at a time: the first counts the runtimes this process makes.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn shared_mode() -> std::sync::MutexGuard<'static, ()> {
     // Read once per process, before the first VU; every test here sets the same value.
     std::env::set_var("VOLLEY_VU_RUNTIME", "shared");
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[test]
 fn vus_sharing_a_runtime_keep_their_globals_stacks_recursion_and_interrupts() {
-    shared_mode();
+    let _one = shared_mode();
     let t = target();
     let before = volley_js::vu::shared_runtimes_made();
     let out = run_script("shared_vus.js", &t, &[]).unwrap_or_else(|e| panic!("{e}"));
@@ -65,7 +69,7 @@ fn vus_sharing_a_runtime_keep_their_globals_stacks_recursion_and_interrupts() {
 /// spins in a shared function.
 #[test]
 fn vus_calling_shared_module_code_stay_isolated() {
-    shared_mode();
+    let _one = shared_mode();
     let t = target();
     let out = run_script("shared_code.js", &t, &[]).unwrap_or_else(|e| panic!("{e}"));
     let r = &out.result;
