@@ -9222,6 +9222,7 @@ static JSAutoInitFunc *const js_autoinit_func_table[] = {
 #define JS_VOLLEY_LAZY_TYPED_ARRAYS 1
 #define JS_VOLLEY_LAZY_MAP_SET 2
 #define JS_VOLLEY_LAZY_DATE 4
+#define JS_VOLLEY_LAZY_REGEXP 8
 
 #define JS_VOLLEY_LAZY_ENTRY(group) \
     { "", JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE, JS_DEF_VOLLEY_LAZY, \
@@ -9232,6 +9233,8 @@ static const JSCFunctionListEntry js_volley_lazy_map_set =
     JS_VOLLEY_LAZY_ENTRY(JS_VOLLEY_LAZY_MAP_SET);
 static const JSCFunctionListEntry js_volley_lazy_date =
     JS_VOLLEY_LAZY_ENTRY(JS_VOLLEY_LAZY_DATE);
+static const JSCFunctionListEntry js_volley_lazy_regexp =
+    JS_VOLLEY_LAZY_ENTRY(JS_VOLLEY_LAZY_REGEXP);
 
 static int js_add_typed_arrays(JSContext *ctx);
 
@@ -9281,6 +9284,8 @@ static int js_volley_realize(JSContext *ctx, int group)
         return JS_AddIntrinsicMapSet(ctx);
     case JS_VOLLEY_LAZY_DATE:
         return JS_AddIntrinsicDate(ctx);
+    case JS_VOLLEY_LAZY_REGEXP:
+        return JS_AddIntrinsicRegExp(ctx);
     default:
         abort();
     }
@@ -9301,6 +9306,9 @@ static inline void js_volley_need_class(JSContext *ctx, JSClassID class_id)
         group = JS_VOLLEY_LAZY_MAP_SET;
     else if (class_id == JS_CLASS_DATE)
         group = JS_VOLLEY_LAZY_DATE;
+    else if (class_id == JS_CLASS_REGEXP ||
+             class_id == JS_CLASS_REGEXP_STRING_ITERATOR)
+        group = JS_VOLLEY_LAZY_REGEXP;
     else
         return;
     /* on failure (out of memory) the prototype stays null */
@@ -47958,6 +47966,7 @@ static JSValue js_string_match(JSContext *ctx, JSValueConst this_val,
             goto fail;
         args[args_len++] = str;
     }
+    js_volley_need_class(ctx, JS_CLASS_REGEXP); /* Volley: lazy RegExp */
     rx = JS_CallConstructor(ctx, ctx->regexp_ctor, args_len, args);
     JS_FreeValue(ctx, str);
     if (JS_IsException(rx)) {
@@ -49661,6 +49670,8 @@ static JSValue js_regexp_constructor_internal(JSContext *ctx, JSValueConst ctor,
         JS_ThrowTypeError(ctx, "string expected");
         goto fail;
     }
+    /* Volley: a literal makes a lazy RegExp (regexp_shape, the prototype) */
+    js_volley_need_class(ctx, JS_CLASS_REGEXP);
     prop.u.value = js_int32(0); // lastIndex
     if (ctx->regexp_shape && JS_IsUndefined(ctor)) {
         obj = JS_NewObjectFromShape(ctx, js_dup_shape(ctx->regexp_shape),
@@ -50645,6 +50656,7 @@ static JSValue js_regexp_Symbol_matchAll(JSContext *ctx, JSValueConst this_val,
     S = JS_ToString(ctx, argv[0]);
     if (JS_IsException(S))
         goto exception;
+    js_volley_need_class(ctx, JS_CLASS_REGEXP); /* Volley: lazy RegExp */
     C = JS_SpeciesConstructor(ctx, R, ctx->regexp_ctor);
     if (JS_IsException(C))
         goto exception;
@@ -50756,6 +50768,7 @@ static int js_is_standard_regexp(JSContext *ctx, JSValueConst rx)
     if (JS_IsException(val))
         return -1;
     // rx.constructor === RegExp
+    js_volley_need_class(ctx, JS_CLASS_REGEXP); /* Volley: lazy RegExp */
     res = js_same_value(ctx, val, ctx->regexp_ctor);
     JS_FreeValue(ctx, val);
     if (res) {
@@ -51042,6 +51055,7 @@ static JSValue js_regexp_Symbol_split(JSContext *ctx, JSValueConst this_val,
     str = JS_ToString(ctx, argv[0]);
     if (JS_IsException(str))
         goto exception;
+    js_volley_need_class(ctx, JS_CLASS_REGEXP); /* Volley: lazy RegExp */
     ctor = JS_SpeciesConstructor(ctx, rx, ctx->regexp_ctor);
     if (JS_IsException(ctor))
         goto exception;
@@ -63320,6 +63334,15 @@ int JS_VolleyAddLazyMapSet(JSContext *ctx)
     for(i = 0; i < 4; i++)
         atoms[i] = JS_ATOM_Map + i;
     return js_volley_add_lazy(ctx, &js_volley_lazy_map_set, atoms, 4);
+}
+
+/* Volley: JS_AddIntrinsicRegExp's global, instantiated on first use (or
+   when a regexp literal, String.prototype.match/matchAll/search or a species
+   lookup needs ctx->regexp_ctor, js_volley_need_class) */
+int JS_VolleyAddLazyRegExp(JSContext *ctx)
+{
+    JSAtom atom = JS_ATOM_RegExp;
+    return js_volley_add_lazy(ctx, &js_volley_lazy_regexp, &atom, 1);
 }
 
 /* Volley: JS_AddIntrinsicDate's global, instantiated on first use */
