@@ -17,8 +17,10 @@
 //!   4 KB arenas, mimalloc v2 and v3 were 9-10 KiB per VU worse than glibc malloc.) Only
 //!   the VUs' runtimes use it; the rest of Volley keeps the system allocator.
 //!
-//! The typed arrays cost ~15 KiB per VU but `ArrayBuffer` is part of k6's API (binary
-//! bodies, `k6/crypto`, `k6/encoding`), so they stay.
+//! `RegExp`, `Date`, `Map`/`Set` and the typed arrays (~32 KB eagerly) are made on first use
+//! ([`GROUPS`]; vendor/rquickjs-sys/VOLLEY.md, "Lazy intrinsics"); a runtime's contexts
+//! share the modules' compiled code (`crate::vu::shared`). What a context's builtins cost,
+//! group by group: the `a_vu_contexts_builtins_group_by_group` test, docs/vus.md.
 //!
 //! The biggest per-VU cost was not here but in QuickJS's allocator: each runtime kept a
 //! partly filled 4 KB arena per size class, ~70 KB per VU. The workspace builds QuickJS
@@ -463,6 +465,19 @@ mod tests {
         let lazy: i64 = sizes[9..12].iter().sum::<i64>() + sizes[4];
         let eager = sizes[12] + sizes[13];
         assert!(lazy * 10 < eager, "lazy {lazy}, eager {eager}");
+        // A native (a Rust closure, as the `__volley` natives are), on an object.
+        let ctx = vu_context(&rt).unwrap();
+        let per_native = ctx.with(|ctx| {
+            let o = rquickjs::Object::new(ctx.clone()).unwrap();
+            let m0 = used();
+            for i in 0..100 {
+                let f = rquickjs::Function::new(ctx.clone(), move || i).unwrap();
+                o.set(format!("n{i}"), f).unwrap();
+            }
+            (used() - m0) / 100
+        });
+        println!("{:55} {per_native:>7} bytes", "a native function");
+        assert!((100..1_000).contains(&per_native), "{per_native}");
     }
 
     /// Contexts of one runtime do not share the typed arrays' constructors or prototypes,
