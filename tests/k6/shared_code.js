@@ -8,22 +8,7 @@ import exec from "k6/execution";
 import { whoAmI, made, later, spin } from "./lib/shared_code_lib.js";
 import { tagged } from "./lib/shared_code_tagged.js";
 
-export const options = {
-  scenarios: {
-    spinning: {
-      executor: "constant-vus",
-      exec: "spinning",
-      vus: 1,
-      duration: "1s",
-      gracefulStop: "300ms",
-    },
-    working: {
-      executor: "constant-vus",
-      vus: 6,
-      duration: "2s",
-    },
-  },
-};
+export { options } from "./lib/spinning_and_working.js";
 
 // Each VU marks its own builtins (not enumerable: the shims iterate objects); shared code
 // must find this VU's marks only.
