@@ -5,22 +5,7 @@
 import http from "k6/http";
 import { check, sleep } from "k6";
 
-export const options = {
-  scenarios: {
-    spinning: {
-      executor: "constant-vus",
-      exec: "spin",
-      vus: 1,
-      duration: "1s",
-      gracefulStop: "300ms",
-    },
-    working: {
-      executor: "constant-vus",
-      vus: 6,
-      duration: "2s",
-    },
-  },
-};
+export { options } from "./lib/spinning_and_working.js";
 
 let count = 0; // module state: per VU
 globalThis.owner = 0; // a global: per VU
@@ -33,7 +18,7 @@ function recurse(n) {
   return recurse(n + 1) + 1;
 }
 
-export function spin() {
+export function spinning() {
   for (;;) {}
 }
 

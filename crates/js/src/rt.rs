@@ -17,8 +17,10 @@
 //!   4 KB arenas, mimalloc v2 and v3 were 9-10 KiB per VU worse than glibc malloc.) Only
 //!   the VUs' runtimes use it; the rest of Volley keeps the system allocator.
 //!
-//! The typed arrays cost ~15 KiB per VU but `ArrayBuffer` is part of k6's API (binary
-//! bodies, `k6/crypto`, `k6/encoding`), so they stay.
+//! `RegExp`, `Date`, `Map`/`Set` and the typed arrays (~32 KB eagerly) are made on first use
+//! ([`GROUPS`]; vendor/rquickjs-sys/VOLLEY.md, "Lazy intrinsics"); a runtime's contexts
+//! share the modules' compiled code (`crate::vu::shared`). What a context's builtins cost,
+//! group by group: the `a_vu_contexts_builtins_group_by_group` test, docs/vus.md.
 //!
 //! The biggest per-VU cost was not here but in QuickJS's allocator: each runtime kept a
 //! partly filled 4 KB arena per size class, ~70 KB per VU. The workspace builds QuickJS
@@ -31,17 +33,8 @@ use rquickjs::context::intrinsic;
 use rquickjs::{Context, Runtime};
 
 /// The intrinsics of a VU's context: everything k6's JS API relies on. `Eval` only sets a
-/// pointer (the console shim is evaluated from source); `Performance` is one small object.
-/// `Date`, `Map`/`Set` and the typed arrays come after them, lazily ([`vu_context`]).
-type VuIntrinsics = (
-    intrinsic::Eval,
-    intrinsic::RegExpCompiler,
-    intrinsic::RegExp,
-    intrinsic::Json,
-    intrinsic::Proxy,
-    intrinsic::Promise,
-    intrinsic::Performance,
-);
+/// pointer; the others follow, in this order, from [`GROUPS`] ([`vu_context`]).
+type VuIntrinsics = (intrinsic::Eval, intrinsic::RegExpCompiler);
 
 type Adder = unsafe extern "C" fn(*mut rquickjs::qjs::JSContext) -> std::ffi::c_int;
 
@@ -50,10 +43,31 @@ extern "C" {
     fn JS_VolleyAddLazyDate(ctx: *mut rquickjs::qjs::JSContext) -> std::ffi::c_int;
     fn JS_VolleyAddLazyMapSet(ctx: *mut rquickjs::qjs::JSContext) -> std::ffi::c_int;
     fn JS_VolleyAddLazyTypedArrays(ctx: *mut rquickjs::qjs::JSContext) -> std::ffi::c_int;
+    fn JS_VolleyAddLazyRegExp(ctx: *mut rquickjs::qjs::JSContext) -> std::ffi::c_int;
 }
 
-/// The groups made on first use, in the order they are added: (lazy, eager).
-const LAZY_GROUPS: [(Adder, Adder); 3] = [
+/// The intrinsics after [`VuIntrinsics`], in the order they are added: (lazy, eager).
+/// `RegExp`, `Date`, `Map`/`Set` and the typed arrays are made on first use; `JSON`,
+/// `Proxy`/`Reflect`, `Promise` (every module evaluation makes a promise) and
+/// `performance` (one small object) with the context.
+const GROUPS: [(Adder, Adder); 8] = [
+    (JS_VolleyAddLazyRegExp, rquickjs::qjs::JS_AddIntrinsicRegExp),
+    (
+        rquickjs::qjs::JS_AddIntrinsicJSON,
+        rquickjs::qjs::JS_AddIntrinsicJSON,
+    ),
+    (
+        rquickjs::qjs::JS_AddIntrinsicProxy,
+        rquickjs::qjs::JS_AddIntrinsicProxy,
+    ),
+    (
+        rquickjs::qjs::JS_AddIntrinsicPromise,
+        rquickjs::qjs::JS_AddIntrinsicPromise,
+    ),
+    (
+        rquickjs::qjs::JS_AddPerformance,
+        rquickjs::qjs::JS_AddPerformance,
+    ),
     (JS_VolleyAddLazyDate, rquickjs::qjs::JS_AddIntrinsicDate),
     (JS_VolleyAddLazyMapSet, rquickjs::qjs::JS_AddIntrinsicMapSet),
     (
@@ -62,7 +76,7 @@ const LAZY_GROUPS: [(Adder, Adder); 3] = [
     ),
 ];
 
-/// Are `Date`, `Map`/`Set` and the typed arrays made on first use (the default), or with
+/// Are `RegExp`, `Date`, `Map`/`Set` and the typed arrays made on first use (the default), or with
 /// the context (`VOLLEY_LAZY_INTRINSICS=0`, to measure the difference)?
 fn lazy_intrinsics() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -77,18 +91,18 @@ pub(crate) fn vu_runtime() -> rquickjs::Result<Runtime> {
     Ok(rt)
 }
 
-/// A VU's context: QuickJS's base objects plus [`VuIntrinsics`], then `Date`, `Map`/`Set`
-/// and the typed arrays ([`LAZY_GROUPS`]). Those are ~20 KB per VU that most scripts never
-/// touch: their globals stand in for them until a script touches one (or a native makes
-/// such an object), which makes the whole group as QuickJS would have (same globals,
-/// order, flags).
+/// A VU's context: QuickJS's base objects plus [`VuIntrinsics`], then [`GROUPS`]. The lazy
+/// ones (`RegExp`, `Date`, `Map`/`Set`, the typed arrays) are ~32 KB per VU that most
+/// scripts never touch: their globals stand in for them until a script touches one (or a
+/// native or a regexp literal makes such an object), which makes the whole group as
+/// QuickJS would have (same globals, order, flags).
 pub(crate) fn vu_context(rt: &Runtime) -> rquickjs::Result<Context> {
     lazy_groups(Context::custom::<VuIntrinsics>(rt)?, lazy_intrinsics())
 }
 
 fn lazy_groups(ctx: Context, lazy: bool) -> rquickjs::Result<Context> {
     let raw = ctx.as_raw().as_ptr();
-    for (lazy_add, eager_add) in LAZY_GROUPS {
+    for (lazy_add, eager_add) in GROUPS {
         // SAFETY: a live context, not in use elsewhere yet.
         let r = unsafe {
             if lazy {
@@ -228,11 +242,12 @@ mod tests {
             return [n, typeof d.value, !!d.writable, !!d.enumerable, !!d.configurable];
         });
         const protos = ["ArrayBuffer", "SharedArrayBuffer", "Uint8Array", "Float64Array",
-            "BigInt64Array", "DataView", "Map", "Set", "WeakMap", "WeakSet", "Date"].map((n) => [n,
+            "BigInt64Array", "DataView", "Map", "Set", "WeakMap", "WeakSet", "Date",
+            "RegExp"].map((n) => [n,
             Object.getOwnPropertyNames(globalThis[n]),
             Reflect.ownKeys(globalThis[n].prototype).map(String),
             Reflect.ownKeys(Object.getPrototypeOf(globalThis[n].prototype)).map(String)]);
-        const iters = [new Map().entries(), new Set().values()].map((i) =>
+        const iters = [new Map().entries(), new Set().values(), "a".matchAll(/a/g)].map((i) =>
             Reflect.ownKeys(Object.getPrototypeOf(i)).map(String));
         JSON.stringify([g, protos, iters, Object.getOwnPropertyNames(Atomics)])
     "#;
@@ -311,6 +326,21 @@ mod tests {
              Object.getPrototypeOf(new Map().keys()) === \
              Object.getPrototypeOf(new Map().values())].join()",
         ];
+        let regexp = [
+            // RegExp: made by a literal, by String.prototype.match/search/matchAll with a
+            // string, deleted or replaced before use, subclassed.
+            "const r = /b+/g; [r.lastIndex, Object.getOwnPropertyNames(r).join('|'), \
+             r instanceof RegExp, Object.getPrototypeOf(r) === RegExp.prototype, \
+             'abbb'.replace(r, 'x')].join()",
+            "['xaay'.match('a+')[0], 'xy'.search('y'), [...'a1a2'.matchAll('a')].length, \
+             typeof RegExp].join()",
+            "delete globalThis.RegExp; [typeof RegExp, /a/.test('a'), 'a'.match('a')[0], \
+             'RegExp' in globalThis].join()",
+            "globalThis.RegExp = 1; [RegExp, /a/.exec('ba').index, \
+             Object.getPrototypeOf(/a/) === Object.getPrototypeOf(/b/)].join()",
+            "class R extends RegExp {}; const r = new R('a', 'g'); \
+             [r instanceof RegExp, 'aa'.split(r).length, r[Symbol.split]('bab')[1]].join()",
+        ];
         let want = [
             "undefined,2,false,false",
             "5,7,true,true,3",
@@ -319,8 +349,13 @@ mod tests {
             "undefined,2,true,false",
             "3,function",
             "1970-01-01T00:00:00.000Z,true,true",
+            "0,lastIndex,true,true,ax",
+            "aa,1,2,function",
+            "undefined,true,a,false",
+            "1,1,true",
+            "true,3,b",
         ];
-        for (src, want) in cases.iter().chain(&more).zip(want) {
+        for (src, want) in cases.iter().chain(&more).chain(&regexp).zip(want) {
             let c = context(&rt, true);
             let got = c.with(|ctx| ctx.eval::<String, _>(*src).unwrap());
             assert_eq!(got, want, "{src}");
@@ -338,6 +373,112 @@ mod tests {
                 .unwrap();
             assert!(ok);
         });
+    }
+
+    /// Where a context's builtins go (docs/vus.md, "What a VU's context holds"): a raw
+    /// context, then each intrinsic group added alone, each measured as QuickJS accounts
+    /// it. Run with `--nocapture` for the table; it asserts that the groups add up to a
+    /// VU's context and that the lazy groups cost a fraction of the eager ones.
+    #[test]
+    fn a_vu_contexts_builtins_group_by_group() {
+        use rquickjs::qjs;
+        let rt = vu_runtime().unwrap();
+        let anchor = Context::custom::<()>(&rt).unwrap();
+        // SAFETY: raw contexts of this runtime, freed before it; nothing else runs.
+        let raw_rt = unsafe { qjs::JS_GetRuntime(anchor.as_raw().as_ptr()) };
+        let used = || rt.memory_usage().malloc_size;
+        // (name, adder, part of a VU's context)
+        type Step = (&'static str, Adder, bool);
+        unsafe extern "C" fn none(_: *mut qjs::JSContext) -> std::ffi::c_int {
+            0
+        }
+        unsafe extern "C" fn regexp_compiler(c: *mut qjs::JSContext) -> std::ffi::c_int {
+            unsafe { qjs::JS_AddIntrinsicRegExpCompiler(c) };
+            0
+        }
+        let steps: [Step; 15] = [
+            (
+                "raw context (Object, Function, Error, Array basics)",
+                none,
+                true,
+            ),
+            (
+                "base objects (the other globals)",
+                qjs::JS_AddIntrinsicBaseObjects,
+                true,
+            ),
+            ("eval", qjs::JS_AddIntrinsicEval, true),
+            ("RegExp compiler", regexp_compiler, true),
+            ("RegExp (lazy)", JS_VolleyAddLazyRegExp, true),
+            ("JSON", qjs::JS_AddIntrinsicJSON, true),
+            ("Proxy, Reflect", qjs::JS_AddIntrinsicProxy, true),
+            ("Promise", qjs::JS_AddIntrinsicPromise, true),
+            ("performance", qjs::JS_AddPerformance, true),
+            ("Date (lazy)", JS_VolleyAddLazyDate, true),
+            ("Map/Set (lazy)", JS_VolleyAddLazyMapSet, true),
+            ("typed arrays (lazy)", JS_VolleyAddLazyTypedArrays, true),
+            ("RegExp (eager)", qjs::JS_AddIntrinsicRegExp, false),
+            ("Date, Map/Set, typed arrays (eager)", eager_groups, false),
+            ("WeakRef (not in VUs)", qjs::JS_AddIntrinsicWeakRef, false),
+        ];
+        unsafe extern "C" fn eager_groups(c: *mut qjs::JSContext) -> std::ffi::c_int {
+            unsafe {
+                qjs::JS_AddIntrinsicDate(c)
+                    | qjs::JS_AddIntrinsicMapSet(c)
+                    | qjs::JS_AddIntrinsicTypedArrays(c)
+            }
+        }
+        let mut sizes = Vec::new();
+        for (i, (name, add, _)) in steps.iter().enumerate() {
+            let m0 = used();
+            let ctx = unsafe { qjs::JS_NewContextRaw(raw_rt) };
+            assert!(!ctx.is_null());
+            let m1 = used();
+            // Groups past the base objects need them (as in a VU's context).
+            if i > 1 {
+                assert_eq!(unsafe { qjs::JS_AddIntrinsicBaseObjects(ctx) }, 0);
+            }
+            let m2 = used();
+            assert_eq!(unsafe { add(ctx) }, 0, "{name}");
+            let m3 = used();
+            unsafe { qjs::JS_FreeContext(ctx) };
+            rt.run_gc();
+            let size = if i == 0 { m1 - m0 } else { m3 - m2 };
+            sizes.push(size);
+            println!("{name:55} {size:>7} bytes");
+        }
+        // A VU's context is the raw context, the base objects and its groups, lazily (plus
+        // ~1 KB of rquickjs's own per context).
+        let m0 = used();
+        let vu = vu_context(&rt).unwrap();
+        let whole = used() - m0;
+        drop(vu);
+        let parts: i64 = steps
+            .iter()
+            .zip(&sizes)
+            .filter(|(s, _)| s.2)
+            .map(|(_, n)| n)
+            .sum();
+        println!("{:55} {whole:>7} bytes (parts: {parts})", "a VU's context");
+        assert!((parts - whole).abs() < 2_000, "{parts} vs {whole}");
+        // Lazy groups: under a tenth of what the eager ones cost.
+        let lazy: i64 = sizes[9..12].iter().sum::<i64>() + sizes[4];
+        let eager = sizes[12] + sizes[13];
+        assert!(lazy * 10 < eager, "lazy {lazy}, eager {eager}");
+        // A native (a Rust closure, as the `__volley` natives are), on an object.
+        let ctx = vu_context(&rt).unwrap();
+        ctx.with(|ctx| ctx.eval::<(), _>("globalThis.o = {}").unwrap());
+        let m0 = used();
+        ctx.with(|ctx| {
+            let o: rquickjs::Object = ctx.globals().get("o").unwrap();
+            for i in 0..100 {
+                let f = rquickjs::Function::new(ctx.clone(), move || i).unwrap();
+                o.set(format!("n{i}"), f).unwrap();
+            }
+        });
+        let per_native = (used() - m0) / 100;
+        println!("{:55} {per_native:>7} bytes", "a native function");
+        assert!((100..1_000).contains(&per_native), "{per_native}");
     }
 
     /// Contexts of one runtime do not share the typed arrays' constructors or prototypes,

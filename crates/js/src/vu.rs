@@ -39,7 +39,7 @@ mod body;
 mod globals;
 pub(crate) mod shared;
 pub use body::JsVu;
-pub(crate) use globals::{add_tags, install_globals};
+pub(crate) use globals::{add_tags, install_globals, SharedScript};
 pub use shared::runtimes_made as shared_runtimes_made;
 
 /// Coroutine stack per VU (virtual memory; only touched pages cost RSS).
@@ -402,6 +402,7 @@ fn vu_main_shared(y: &Yielder<Resume, Yield>, st: &Rc<VuState>) {
     // SAFETY: a live context of this runtime, used on this thread only.
     let rt = unsafe { rquickjs::qjs::JS_GetRuntime(raw.as_ptr()) };
     st.shared_rt.set(rt);
+    shared::share_code(rt);
     shared::switch_in(rt, st);
     {
         // SAFETY: the runtime's lock guards nothing here: its contexts are used on this

@@ -7,21 +7,18 @@ use common::*;
 
 use volley_metrics::TotalValue;
 
-fn shared_mode() {
+/// One test at a time: the first counts the runtimes this process makes.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn shared_mode() -> std::sync::MutexGuard<'static, ()> {
     // Read once per process, before the first VU; every test here sets the same value.
     std::env::set_var("VOLLEY_VU_RUNTIME", "shared");
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-#[test]
-fn vus_sharing_a_runtime_keep_their_globals_stacks_recursion_and_interrupts() {
-    shared_mode();
-    let t = target();
-    let before = volley_js::vu::shared_runtimes_made();
-    let out = run_script("shared_vus.js", &t, &[]).unwrap_or_else(|e| panic!("{e}"));
-    let r = &out.result;
-    // 7 VUs on 2 workers: at most one runtime per worker (plus none per VU).
-    let made = volley_js::vu::shared_runtimes_made() - before;
-    assert!((1..=2).contains(&made), "{made} runtimes for 7 VUs");
+/// Every check of `r` passed, `n` of them, each at least 6 times; the VU spinning in
+/// scenario `spinning` was cut by gracefulStop and no iteration of `working` was.
+fn checks_pass_and_only_the_spinning_vu_was_cut(r: &volley_metrics::RunResult, n: usize) {
     let checks: Vec<_> = r
         .metrics_named("checks")
         .map(|m| {
@@ -31,7 +28,7 @@ fn vus_sharing_a_runtime_keep_their_globals_stacks_recursion_and_interrupts() {
             )
         })
         .collect();
-    assert_eq!(checks.len(), 5, "{checks:?}");
+    assert_eq!(checks.len(), n, "{checks:?}");
     for (name, v) in &checks {
         match v {
             TotalValue::Rate { trues, total } => {
@@ -41,7 +38,6 @@ fn vus_sharing_a_runtime_keep_their_globals_stacks_recursion_and_interrupts() {
             other => panic!("{name}: {other:?}"),
         }
     }
-    // The spinning VU was cut by gracefulStop; no working iteration was.
     let list = r.options["scenarios"].as_array().unwrap();
     let counts = |name: &str| {
         let s = list.iter().find(|s| s["name"] == name).unwrap();
@@ -55,4 +51,30 @@ fn vus_sharing_a_runtime_keep_their_globals_stacks_recursion_and_interrupts() {
     assert!(done >= 6, "working: {done} completed");
     assert_eq!(cut, 0, "a working VU was interrupted");
     assert!(r.metrics_named("iteration_errors").next().is_none());
+}
+
+#[test]
+fn vus_sharing_a_runtime_keep_their_globals_stacks_recursion_and_interrupts() {
+    let _one = shared_mode();
+    let t = target();
+    let before = volley_js::vu::shared_runtimes_made();
+    let out = run_script("shared_vus.js", &t, &[]).unwrap_or_else(|e| panic!("{e}"));
+    // 7 VUs on 2 workers: at most one runtime per worker (plus none per VU).
+    let made = volley_js::vu::shared_runtimes_made() - before;
+    assert!((1..=2).contains(&made), "{made} runtimes for 7 VUs");
+    checks_pass_and_only_the_spinning_vu_was_cut(&out.result, 5);
+}
+
+/// The compiled code of a module is one copy per runtime (the vendored QuickJS's shared
+/// code, run in the calling VU's realm): VUs calling the same functions of a module and of
+/// the k6 shims still see their own globals, `__VU`, module state and builtins (errors,
+/// closures, objects made there), across awaits resumed by promise jobs; a module with a
+/// tagged template keeps its own (realm-bound) copy; gracefulStop cuts only the VU that
+/// spins in a shared function.
+#[test]
+fn vus_calling_shared_module_code_stay_isolated() {
+    let _one = shared_mode();
+    let t = target();
+    let out = run_script("shared_code.js", &t, &[]).unwrap_or_else(|e| panic!("{e}"));
+    checks_pass_and_only_the_spinning_vu_was_cut(&out.result, 6);
 }

@@ -417,6 +417,11 @@ struct JSRuntime {
     void *user_opaque;
     void *libc_opaque;
     JSRuntimeFinalizerState *finalizers;
+    /* Volley: code shared by the runtime's contexts (JS_VolleyShareCode) */
+    bool volley_share_code;
+    int volley_code_count;
+    int volley_code_size;
+    struct JSVolleyCode *volley_code;
 };
 
 typedef struct JSStackFrame {
@@ -1514,6 +1519,9 @@ static void js_free_shape_null(JSRuntime *rt, JSShape *sh);
 static int js_shape_prepare_update(JSContext *ctx, JSObject *p,
                                    JSShapeProperty **pprs);
 static inline void js_volley_need_class(JSContext *ctx, JSClassID class_id);
+static void js_volley_free_code(JSRuntime *rt);
+static JSValue *js_volley_code_slot(JSRuntime *rt, JSAtom name);
+static void js_volley_keep_code(JSRuntime *rt, JSValue *slot, JSValueConst code);
 static int init_shape_hash(JSRuntime *rt);
 static __exception int js_get_length32(JSContext *ctx, uint32_t *pres,
                                        JSValueConst obj);
@@ -2693,6 +2701,7 @@ void JS_FreeRuntime(JSRuntime *rt)
     bool leak = false;
     int i;
 
+    js_volley_free_code(rt);
     rt->in_free = true;
     JS_FreeValueRT(rt, rt->current_exception);
 
@@ -9213,6 +9222,7 @@ static JSAutoInitFunc *const js_autoinit_func_table[] = {
 #define JS_VOLLEY_LAZY_TYPED_ARRAYS 1
 #define JS_VOLLEY_LAZY_MAP_SET 2
 #define JS_VOLLEY_LAZY_DATE 4
+#define JS_VOLLEY_LAZY_REGEXP 8
 
 #define JS_VOLLEY_LAZY_ENTRY(group) \
     { "", JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE, JS_DEF_VOLLEY_LAZY, \
@@ -9223,6 +9233,8 @@ static const JSCFunctionListEntry js_volley_lazy_map_set =
     JS_VOLLEY_LAZY_ENTRY(JS_VOLLEY_LAZY_MAP_SET);
 static const JSCFunctionListEntry js_volley_lazy_date =
     JS_VOLLEY_LAZY_ENTRY(JS_VOLLEY_LAZY_DATE);
+static const JSCFunctionListEntry js_volley_lazy_regexp =
+    JS_VOLLEY_LAZY_ENTRY(JS_VOLLEY_LAZY_REGEXP);
 
 static int js_add_typed_arrays(JSContext *ctx);
 
@@ -9272,6 +9284,8 @@ static int js_volley_realize(JSContext *ctx, int group)
         return JS_AddIntrinsicMapSet(ctx);
     case JS_VOLLEY_LAZY_DATE:
         return JS_AddIntrinsicDate(ctx);
+    case JS_VOLLEY_LAZY_REGEXP:
+        return JS_AddIntrinsicRegExp(ctx);
     default:
         abort();
     }
@@ -9292,6 +9306,9 @@ static inline void js_volley_need_class(JSContext *ctx, JSClassID class_id)
         group = JS_VOLLEY_LAZY_MAP_SET;
     else if (class_id == JS_CLASS_DATE)
         group = JS_VOLLEY_LAZY_DATE;
+    else if (class_id == JS_CLASS_REGEXP ||
+             class_id == JS_CLASS_REGEXP_STRING_ITERATOR)
+        group = JS_VOLLEY_LAZY_REGEXP;
     else
         return;
     /* on failure (out of memory) the prototype stays null */
@@ -18321,7 +18338,8 @@ static JSValue JS_CallInternal(JSContext *caller_ctx, JSValueConst func_obj,
             sf = &s->frame;
             p = JS_VALUE_GET_OBJ(sf->cur_func);
             b = p->u.func.function_bytecode;
-            ctx = b->realm;
+            /* Volley: shared code (no realm) runs in its caller's realm */
+            ctx = b->realm ? b->realm : caller_ctx;
             var_refs = p->u.func.var_refs;
             local_buf = arg_buf = sf->arg_buf;
             var_buf = sf->var_buf;
@@ -18401,7 +18419,8 @@ static JSValue JS_CallInternal(JSContext *caller_ctx, JSValueConst func_obj,
     sf->cur_pc = NULL;
     sf->prev_frame = rt->current_stack_frame;
     rt->current_stack_frame = sf;
-    ctx = b->realm; /* set the current realm */
+    /* set the current realm; Volley: shared code (no realm) keeps the caller's */
+    ctx = b->realm ? b->realm : caller_ctx;
 
 #ifdef ENABLE_DUMPS // JS_DUMP_BYTECODE_STEP
     if (check_dump_flag(ctx->rt, JS_DUMP_BYTECODE_STEP))
@@ -21220,7 +21239,8 @@ static JSContext *JS_GetFunctionRealm(JSContext *ctx, JSValueConst func_obj)
         {
             JSFunctionBytecode *b;
             b = p->u.func.function_bytecode;
-            realm = b->realm;
+            /* Volley: shared code belongs to the running realm */
+            realm = b->realm ? b->realm : ctx;
         }
         break;
     case JS_CLASS_PROXY:
@@ -40167,6 +40187,7 @@ static JSValue JS_ReadModule(BCReaderState *s)
     JSAtom module_name;
     int i;
     uint8_t v8;
+    JSValue *slot;
 
     if (bc_get_atom(s, &module_name))
         goto fail;
@@ -40273,9 +40294,20 @@ static JSValue JS_ReadModule(BCReaderState *s)
         goto fail;
     m->has_tla = (v8 != 0);
 
+    /* Volley: a module read before in this runtime gets the same function
+       bytecode (the last thing in its record, so the rest is not read) */
+    slot = js_volley_code_slot(ctx->rt, m->module_name);
+    if (slot && JS_VALUE_GET_TAG(*slot) == JS_TAG_FUNCTION_BYTECODE) {
+        m->func_obj = js_dup(*slot);
+        return obj;
+    }
     m->func_obj = JS_ReadObjectRec(s);
     if (JS_IsException(m->func_obj))
         goto fail;
+    /* (looked up again: reading may have grown the table) */
+    slot = js_volley_code_slot(ctx->rt, m->module_name);
+    if (slot)
+        js_volley_keep_code(ctx->rt, slot, m->func_obj);
     return obj;
  fail:
     if (m) {
@@ -40835,6 +40867,147 @@ JSValue JS_ReadObject(JSContext *ctx, const uint8_t *buf, size_t buf_len,
                       int flags)
 {
     return JS_ReadObject2(ctx, buf, buf_len, flags, NULL);
+}
+
+/* Volley (vendor/rquickjs-sys/VOLLEY.md, "Code shared by a runtime's contexts"):
+   with JS_VolleyShareCode on, a runtime keeps one copy of each module's (and
+   each JS_VolleyReadShared script's) function bytecode, by name, and every
+   context that reads it again gets that copy. Shared bytecode has no realm
+   (b->realm NULL): it runs in the realm of its caller, as closures it makes
+   and objects `new` makes from it belong to the running realm. Volley's
+   contexts never call each other's functions, so the caller's realm is the
+   context the function object belongs to. Code whose constants include
+   objects (template objects of tagged templates, which belong to a realm)
+   is not shared. */
+typedef struct JSVolleyCode {
+    JSAtom name;
+    JSValue code; /* JS_UNDEFINED: not read yet; JS_NULL: not shareable */
+} JSVolleyCode;
+
+void JS_VolleyShareCode(JSRuntime *rt, int on)
+{
+    rt->volley_share_code = on != 0;
+}
+
+static void js_volley_free_code(JSRuntime *rt)
+{
+    int i;
+
+    for (i = 0; i < rt->volley_code_count; i++) {
+        JS_FreeValueRT(rt, rt->volley_code[i].code);
+        JS_FreeAtomRT(rt, rt->volley_code[i].name);
+    }
+    js_free_rt(rt, rt->volley_code);
+    rt->volley_code = NULL;
+    rt->volley_code_count = rt->volley_code_size = 0;
+}
+
+/* The runtime's slot for the code named 'name' (made empty, JS_UNDEFINED, on
+   first use), or NULL when sharing is off (or out of memory: not shared). */
+static JSValue *js_volley_code_slot(JSRuntime *rt, JSAtom name)
+{
+    JSVolleyCode *tab;
+    int i, size;
+
+    if (!rt->volley_share_code)
+        return NULL;
+    for (i = 0; i < rt->volley_code_count; i++) {
+        if (rt->volley_code[i].name == name)
+            return &rt->volley_code[i].code;
+    }
+    if (rt->volley_code_count == rt->volley_code_size) {
+        size = rt->volley_code_size ? rt->volley_code_size * 2 : 8;
+        tab = js_realloc_rt(rt, rt->volley_code, sizeof(*tab) * size);
+        if (!tab)
+            return NULL;
+        rt->volley_code = tab;
+        rt->volley_code_size = size;
+    }
+    i = rt->volley_code_count++;
+    rt->volley_code[i].name = JS_DupAtomRT(rt, name);
+    rt->volley_code[i].code = JS_UNDEFINED;
+    return &rt->volley_code[i].code;
+}
+
+/* Can 'b' and the functions it defines run in any realm? */
+static bool js_volley_shareable(JSFunctionBytecode *b)
+{
+    int i;
+
+    for (i = 0; i < b->cpool_count; i++) {
+        switch (JS_VALUE_GET_TAG(b->cpool[i])) {
+        case JS_TAG_FUNCTION_BYTECODE:
+            if (!js_volley_shareable(JS_VALUE_GET_PTR(b->cpool[i])))
+                return false;
+            break;
+        case JS_TAG_OBJECT:
+        case JS_TAG_MODULE:
+            return false;
+        default:
+            break;
+        }
+    }
+    return true;
+}
+
+static void js_volley_unrealm(JSRuntime *rt, JSFunctionBytecode *b)
+{
+    int i;
+
+    if (b->realm) {
+        JS_FreeContext(b->realm);
+        b->realm = NULL;
+    }
+    for (i = 0; i < b->cpool_count; i++) {
+        if (JS_VALUE_GET_TAG(b->cpool[i]) == JS_TAG_FUNCTION_BYTECODE)
+            js_volley_unrealm(rt, JS_VALUE_GET_PTR(b->cpool[i]));
+    }
+}
+
+/* First read of the code of an empty 'slot': keep it there for the next
+   contexts if it can be shared, else remember that it cannot. */
+static void js_volley_keep_code(JSRuntime *rt, JSValue *slot, JSValueConst code)
+{
+    JSFunctionBytecode *b;
+
+    if (!JS_IsUndefined(*slot))
+        return;
+    if (JS_VALUE_GET_TAG(code) != JS_TAG_FUNCTION_BYTECODE) {
+        *slot = JS_NULL;
+        return;
+    }
+    b = JS_VALUE_GET_PTR(code);
+    if (!js_volley_shareable(b)) {
+        *slot = JS_NULL;
+        return;
+    }
+    js_volley_unrealm(rt, b);
+    *slot = js_dup(code);
+}
+
+/* JS_ReadObject of a script's bytecode ('buf', JS_WriteObject of a compiled
+   script) that a runtime with JS_VolleyShareCode on reads once: the next
+   calls with the same 'name' return the same function bytecode. */
+JSValue JS_VolleyReadShared(JSContext *ctx, const uint8_t *buf, size_t buf_len,
+                            const char *name)
+{
+    JSAtom atom;
+    JSValue *slot, code;
+
+    atom = JS_NewAtom(ctx, name);
+    if (atom == JS_ATOM_NULL)
+        return JS_EXCEPTION;
+    slot = js_volley_code_slot(ctx->rt, atom);
+    if (slot && JS_VALUE_GET_TAG(*slot) == JS_TAG_FUNCTION_BYTECODE) {
+        JS_FreeAtom(ctx, atom);
+        return js_dup(*slot);
+    }
+    code = JS_ReadObject(ctx, buf, buf_len, JS_READ_OBJ_BYTECODE);
+    slot = js_volley_code_slot(ctx->rt, atom);
+    if (slot && !JS_IsException(code))
+        js_volley_keep_code(ctx->rt, slot, code);
+    JS_FreeAtom(ctx, atom);
+    return code;
 }
 
 /*******************************************************************/
@@ -47793,6 +47966,7 @@ static JSValue js_string_match(JSContext *ctx, JSValueConst this_val,
             goto fail;
         args[args_len++] = str;
     }
+    js_volley_need_class(ctx, JS_CLASS_REGEXP); /* Volley: lazy RegExp */
     rx = JS_CallConstructor(ctx, ctx->regexp_ctor, args_len, args);
     JS_FreeValue(ctx, str);
     if (JS_IsException(rx)) {
@@ -49496,6 +49670,8 @@ static JSValue js_regexp_constructor_internal(JSContext *ctx, JSValueConst ctor,
         JS_ThrowTypeError(ctx, "string expected");
         goto fail;
     }
+    /* Volley: a literal makes a lazy RegExp (regexp_shape, the prototype) */
+    js_volley_need_class(ctx, JS_CLASS_REGEXP);
     prop.u.value = js_int32(0); // lastIndex
     if (ctx->regexp_shape && JS_IsUndefined(ctor)) {
         obj = JS_NewObjectFromShape(ctx, js_dup_shape(ctx->regexp_shape),
@@ -50480,6 +50656,7 @@ static JSValue js_regexp_Symbol_matchAll(JSContext *ctx, JSValueConst this_val,
     S = JS_ToString(ctx, argv[0]);
     if (JS_IsException(S))
         goto exception;
+    js_volley_need_class(ctx, JS_CLASS_REGEXP); /* Volley: lazy RegExp */
     C = JS_SpeciesConstructor(ctx, R, ctx->regexp_ctor);
     if (JS_IsException(C))
         goto exception;
@@ -50591,6 +50768,7 @@ static int js_is_standard_regexp(JSContext *ctx, JSValueConst rx)
     if (JS_IsException(val))
         return -1;
     // rx.constructor === RegExp
+    js_volley_need_class(ctx, JS_CLASS_REGEXP); /* Volley: lazy RegExp */
     res = js_same_value(ctx, val, ctx->regexp_ctor);
     JS_FreeValue(ctx, val);
     if (res) {
@@ -50877,6 +51055,7 @@ static JSValue js_regexp_Symbol_split(JSContext *ctx, JSValueConst this_val,
     str = JS_ToString(ctx, argv[0]);
     if (JS_IsException(str))
         goto exception;
+    js_volley_need_class(ctx, JS_CLASS_REGEXP); /* Volley: lazy RegExp */
     ctor = JS_SpeciesConstructor(ctx, rx, ctx->regexp_ctor);
     if (JS_IsException(ctor))
         goto exception;
@@ -63155,6 +63334,15 @@ int JS_VolleyAddLazyMapSet(JSContext *ctx)
     for(i = 0; i < 4; i++)
         atoms[i] = JS_ATOM_Map + i;
     return js_volley_add_lazy(ctx, &js_volley_lazy_map_set, atoms, 4);
+}
+
+/* Volley: JS_AddIntrinsicRegExp's global, instantiated on first use (or
+   when a regexp literal, String.prototype.match/matchAll/search or a species
+   lookup needs ctx->regexp_ctor, js_volley_need_class) */
+int JS_VolleyAddLazyRegExp(JSContext *ctx)
+{
+    JSAtom atom = JS_ATOM_RegExp;
+    return js_volley_add_lazy(ctx, &js_volley_lazy_regexp, &atom, 1);
 }
 
 /* Volley: JS_AddIntrinsicDate's global, instantiated on first use */

@@ -21,7 +21,13 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 /// The JS half, evaluated on first use: `(function (V) { ... return api; })`.
-const API_JS: &str = include_str!("../shims/html_api.js");
+/// Compiled once, its code shared by a runtime's VUs. Named after the module: error
+/// positions skip built-in frames (script.rs).
+static API: crate::vu::SharedScript = crate::vu::SharedScript::new(
+    c"volley:html_api",
+    c"k6/html",
+    include_str!("../shims/html_api.js"),
+);
 
 /// Compiled selectors kept per VU (scripts use a handful, over and over).
 const SELECTOR_CACHE: usize = 128;
@@ -383,10 +389,7 @@ pub(crate) fn install<'js>(ctx: &Ctx<'js>, v: &Object<'js>) -> rquickjs::Result<
                 // The natives too are made on first use: a dozen functions per VU are
                 // ~3 KiB, 15 MB at 5,000 VUs that never parse HTML.
                 install_natives(&ctx, &v)?;
-                // Named after the module: error positions skip built-in frames (script.rs).
-                let mut opts = rquickjs::context::EvalOptions::default();
-                opts.filename = Some("k6/html".into());
-                let f: Function = ctx.eval_with_options(API_JS, opts)?;
+                let f: Function = API.eval(&ctx)?;
                 f.call((v,))
             },
         )?,

@@ -2,6 +2,8 @@
 //! other functions k6 scripts call without an import.
 
 use super::*;
+use rquickjs::qjs;
+use std::ffi::CStr;
 
 fn throw(ctx: &Ctx<'_>, msg: &str) -> rquickjs::Error {
     rquickjs::Exception::throw_message(ctx, msg)
@@ -23,13 +25,17 @@ pub(crate) fn add_tags<'js>(tags: &mut TagSet, obj: Option<Value<'js>>) -> rquic
 pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs::Result<()> {
     let g = ctx.globals();
     let env = Object::new(ctx.clone())?;
+    // Each value is an atom's string: QuickJS keeps one atom per distinct string per
+    // runtime, so a shared runtime's VUs share the values (`__ENV` holds the whole process
+    // environment, as k6's: ~40 strings, 2.7 KB per VU on a quiet shell, more in CI).
+    let value = |v: &str| rquickjs::Atom::from_str(ctx.clone(), v)?.to_js_string();
     for (k, v) in &st.shared.env {
-        env.set(k.as_str(), v.as_str())?;
+        env.set(k.as_str(), value(v)?)?;
     }
     // A scenario's `env` is added to the process's for its VUs (as k6).
     if let Some(spec) = st.scenario_spec() {
         for (k, v) in &spec.env {
-            env.set(k.as_str(), v.as_str())?;
+            env.set(k.as_str(), value(v)?)?;
         }
     }
     g.set("__ENV", env)?;
@@ -275,6 +281,106 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
             )?,
         )?;
     }
-    ctx.eval::<(), _>(script::CONSOLE_JS)?;
-    Ok(())
+    CONSOLE.eval::<()>(ctx)
+}
+
+/// The console shim: globals, not a module.
+static CONSOLE: SharedScript =
+    SharedScript::new(c"volley:console", c"eval_script", script::CONSOLE_JS);
+
+extern "C" {
+    // Added to the vendored QuickJS (vendor/rquickjs-sys/VOLLEY.md, "Code shared by a
+    // runtime's contexts").
+    fn JS_VolleyReadShared(
+        ctx: *mut qjs::JSContext,
+        buf: *const u8,
+        len: usize,
+        name: *const std::ffi::c_char,
+    ) -> qjs::JSValue;
+}
+
+/// A built-in script that VUs evaluate (not a module: the console shim, k6/html's API).
+/// It is compiled once per process, and a shared runtime reads its bytecode once for all
+/// its VUs: parsing it per VU cost VU start-up CPU, and its functions' bytecode was per VU
+/// memory.
+pub(crate) struct SharedScript {
+    /// The runtime's name for its code (distinct from every module name).
+    key: &'static CStr,
+    /// The file name in its error positions.
+    file: &'static CStr,
+    src: &'static str,
+    bytecode: OnceLock<Option<Vec<u8>>>,
+}
+
+impl SharedScript {
+    pub(crate) const fn new(key: &'static CStr, file: &'static CStr, src: &'static str) -> Self {
+        SharedScript {
+            key,
+            file,
+            src,
+            bytecode: OnceLock::new(),
+        }
+    }
+
+    /// Run it in `ctx`; its completion value as `T`.
+    pub(crate) fn eval<'js, T: rquickjs::FromJs<'js>>(
+        &self,
+        ctx: &Ctx<'js>,
+    ) -> rquickjs::Result<T> {
+        let Some(bc) = self.bytecode.get_or_init(|| self.compile(ctx)) else {
+            // (cannot happen with the shims as shipped; their errors show this way)
+            let mut opts = rquickjs::context::EvalOptions::default();
+            opts.filename = self.file.to_str().ok().map(String::from);
+            return ctx.eval_with_options(self.src, opts);
+        };
+        let raw = ctx.as_raw().as_ptr();
+        // SAFETY: bytecode this process wrote with JS_WriteObject; JS_EvalFunction takes
+        // the function's reference, the returned value is owned by `Value`.
+        let v = unsafe {
+            let f = JS_VolleyReadShared(raw, bc.as_ptr(), bc.len(), self.key.as_ptr());
+            if qjs::JS_IsException(f) {
+                return Err(rquickjs::Error::Exception);
+            }
+            let r = qjs::JS_EvalFunction(raw, f);
+            if qjs::JS_IsException(r) {
+                return Err(rquickjs::Error::Exception);
+            }
+            Value::from_raw(ctx.clone(), r)
+        };
+        T::from_js(ctx, v)
+    }
+
+    fn compile(&self, ctx: &Ctx<'_>) -> Option<Vec<u8>> {
+        let raw = ctx.as_raw().as_ptr();
+        let src = std::ffi::CString::new(self.src).ok()?;
+        // SAFETY: a live context; the compiled function and the written buffer are freed
+        // here, in that context.
+        unsafe {
+            // Strict, as `Ctx::eval` evaluates.
+            let flags = qjs::JS_EVAL_TYPE_GLOBAL
+                | qjs::JS_EVAL_FLAG_STRICT
+                | qjs::JS_EVAL_FLAG_COMPILE_ONLY;
+            let f = qjs::JS_Eval(
+                raw,
+                src.as_ptr(),
+                self.src.len() as _,
+                self.file.as_ptr(),
+                flags as i32,
+            );
+            if qjs::JS_IsException(f) {
+                let _ = ctx.catch();
+                return None;
+            }
+            let mut len: qjs::size_t = 0;
+            let buf = qjs::JS_WriteObject(raw, &mut len, f, qjs::JS_WRITE_OBJ_BYTECODE as i32);
+            qjs::JS_FreeValue(raw, f);
+            if buf.is_null() {
+                let _ = ctx.catch();
+                return None;
+            }
+            let v = std::slice::from_raw_parts(buf, len as usize).to_vec();
+            qjs::js_free(raw, buf.cast());
+            Some(v)
+        }
+    }
 }

@@ -43,6 +43,19 @@ extern "C" {
     fn JS_VolleyStackPointer() -> usize;
     fn JS_VolleyExecutePendingJobOf(ctx: *mut qjs::JSContext) -> c_int;
     fn JS_VolleyDropJobsOf(ctx: *mut qjs::JSContext);
+    fn JS_VolleyShareCode(rt: *mut qjs::JSRuntime, on: c_int);
+}
+
+/// Do a runtime's contexts share the modules' and the console shim's compiled code (the
+/// default; `VOLLEY_SHARE_CODE=0` gives each context its own copy, to measure)? The
+/// vendored QuickJS keeps one copy of each module's function bytecode per runtime, without
+/// a realm: it runs in the realm of the VU that calls it (vendor/rquickjs-sys/VOLLEY.md,
+/// "Code shared by a runtime's contexts").
+pub(crate) fn share_code(rt: *mut qjs::JSRuntime) {
+    static ON: OnceLock<bool> = OnceLock::new();
+    let on = *ON.get_or_init(|| std::env::var("VOLLEY_SHARE_CODE").map_or(true, |v| v != "0"));
+    // SAFETY: a live runtime; a flag read when bytecode is read.
+    unsafe { JS_VolleyShareCode(rt, on as c_int) }
 }
 
 /// Do VUs share runtimes? Yes (`VOLLEY_VU_RUNTIME=shared`, the default) unless
@@ -231,4 +244,63 @@ pub(crate) fn debug_memory(ctx: &Ctx<'_>, vu: u64) {
         m.js_func_code_size,
         m.c_func_count,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rquickjs::{Context, Module};
+
+    const SRC: &str = r#"
+        let n = 0;
+        export function f() { n += 1; return [n, globalThis.who, new Error("e") instanceof Error,
+            Object.getPrototypeOf([]) === Array.prototype, (() => 1).constructor === Function]; }
+    "#;
+
+    /// With shared code on, a second context reading a module gets the first one's function
+    /// bytecode (QuickJS's count of JS functions does not grow) and runs it in its own realm
+    /// with its own module state; with it off, each context has a copy.
+    #[test]
+    fn a_runtimes_contexts_share_a_modules_code() {
+        for on in [true, false] {
+            let rt = crate::rt::vu_runtime().unwrap();
+            let a = crate::rt::vu_context(&rt).unwrap();
+            let b = crate::rt::vu_context(&rt).unwrap();
+            let raw_rt = unsafe { qjs::JS_GetRuntime(a.as_raw().as_ptr()) };
+            // SAFETY: a live runtime.
+            unsafe { JS_VolleyShareCode(raw_rt, on as c_int) };
+            let bc = crate::rt::vu_context(&rt).unwrap().with(|ctx| {
+                Module::declare(ctx.clone(), "m.js", SRC)
+                    .unwrap()
+                    .write(Default::default())
+                    .unwrap()
+            });
+            rt.run_gc();
+            let funcs = || rt.memory_usage().js_func_count;
+            let run = |c: &Context, who: i32| {
+                c.with(|ctx| {
+                    ctx.globals().set("who", who).unwrap();
+                    // SAFETY: written above by this process's QuickJS.
+                    let m = unsafe { Module::load(ctx.clone(), &bc) }.unwrap();
+                    let (m, p) = m.eval().unwrap();
+                    p.finish::<()>().unwrap();
+                    let f: rquickjs::Function = m.get("f").unwrap();
+                    f.call::<_, ()>(()).unwrap();
+                    let v: rquickjs::Value = f.call(()).unwrap();
+                    ctx.json_stringify(v).unwrap().unwrap().to_string().unwrap()
+                })
+            };
+            let f0 = funcs();
+            assert_eq!(run(&a, 1), "[2,1,true,true,true]");
+            let f1 = funcs();
+            assert_eq!(run(&b, 2), "[2,2,true,true,true]");
+            let f2 = funcs();
+            assert!(f1 > f0, "{f0} -> {f1}");
+            if on {
+                assert_eq!(f2, f1, "the second context copied the code");
+            } else {
+                assert_eq!(f2 - f1, f1 - f0, "without sharing each has a copy");
+            }
+        }
+    }
 }
