@@ -583,6 +583,26 @@ mod tests {
         });
     }
 
+    /// Frames buffered directly (a script handler's sends) go after those already queued,
+    /// and `next_flushed` writes them before it waits: the echoes come back in send order.
+    #[test]
+    fn buffered_frames_follow_queued_ones_and_are_flushed_before_the_wait() {
+        let (_t, rt, mut conn, tx) = echo();
+        rt.block_on(async {
+            assert!(tx.send(WsCmd::Text("q0".into())));
+            conn.buffer(WsCmd::Text("b1".into()));
+            conn.buffer(WsCmd::Text("b2".into()));
+            let until = Instant::now() + Duration::from_secs(5);
+            for m in ["q0", "b1", "b2"] {
+                let ev =
+                    tokio::time::timeout(Duration::from_secs(10), conn.next_flushed(Some(until)))
+                        .await
+                        .expect("the wait must end by its deadline");
+                assert_eq!(ev, WsEvent::Text(m.into()));
+            }
+        });
+    }
+
     /// Frames queued together go out in one flush and arrive in order; once every sender is
     /// gone the connection still reads and times out (it used to spin on the closed queue,
     /// never yielding: the body runs on its own thread so that shows as a failure, not a hang).
