@@ -8,7 +8,9 @@
 //! ending a session (`ws_session_duration`). They differ in how they wait:
 //!
 //! - `k6/ws` is blocking (k6: `ws.connect` returns when the socket closes): `wsOpen` and
-//!   `wsNext` suspend the VU's coroutine, and the shim runs the socket's own loop and timers.
+//!   `wsPump` suspend the VU's coroutine, and the shim runs the socket's own loop and timers;
+//!   `wsPump` hands text messages to the `message` handlers itself, one after another, and
+//!   comes back to that loop for anything else (a timer due, another event, a close).
 //! - `k6/websockets` is event-driven: `wsOpenAsync` starts an operation on the VU's event
 //!   loop (`crate::event_loop`) that connects, then waits for one event at a time and hands
 //!   each to the shim's handler (`__volley.wsOnEvent`); the iteration ends when the loop is
