@@ -105,7 +105,8 @@ fn many_vus_share_workers_with_websockets_on_both_apis() {
 
 /// Several messages ready at once go straight from the native pump to the handlers: a close
 /// in the handler of the first stops the rest (neither dispatched nor counted), handlers get
-/// every message in order (one added meanwhile included), replies come back in order, and a
+/// every message in order (one added during a dispatch from the next message on, as k6),
+/// replies come back in order, and a
 /// timer set from a handler still fires on time.
 #[test]
 fn k6_ws_burst_keeps_order_close_and_timers() {
@@ -118,7 +119,7 @@ fn k6_ws_burst_keeps_order_close_and_timers() {
         [
             "burst in order",
             "close in a burst: no later message",
-            "late handler from its first message",
+            "late handler from the next message",
             "replies in order",
             "timer from a handler fired",
         ]

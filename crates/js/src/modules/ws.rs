@@ -560,14 +560,13 @@ pub(crate) fn install<'js>(
                 let Some(list) = handlers.as_array().filter(|_| text) else {
                     return Ok(out);
                 };
-                // As the shim's emit: every handler, those added meanwhile included.
-                let mut i = 0;
-                while i < list.len() {
+                // As k6 (a Go range over the list): the handlers there when the message came;
+                // one added meanwhile gets the next message.
+                for i in 0..list.len() {
                     let h: Value = list.get(i)?;
                     if let Some(h) = h.as_function() {
                         h.call::<_, ()>((out.clone(),))?;
                     }
-                    i += 1;
                 }
                 // A timer due (messages may never stop coming): back to the shim to run it.
                 let due = socket(&st, id).and_then(|s| s.due);

@@ -32,12 +32,13 @@ class Socket {
   _emit(event) {
     const list = this._on[event];
     if (!list) return;
-    for (let i = 0; i < list.length; i++) list[i]();
+    // The handlers there now (k6 ranges over its list): one added meanwhile gets the next event.
+    for (let i = 0, n = list.length; i < n; i++) list[i]();
   }
   _emit1(event, arg) {
     const list = this._on[event];
     if (!list) return;
-    for (let i = 0; i < list.length; i++) list[i](arg);
+    for (let i = 0, n = list.length; i < n; i++) list[i](arg);
   }
   send(message) {
     if (!this._done) V.wsSend(this._id, typeof message === "string" ? message : String(message));
