@@ -148,6 +148,10 @@ pub struct WsConn {
     /// the same (or a later) deadline each time moves one timer-wheel entry instead of
     /// registering and cancelling a timer per message.
     timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// Frames [`WsConn::buffer`] left in tungstenite's write buffer, for
+    /// [`WsConn::next_flushed`] to write; and the error buffering one met.
+    unflushed: bool,
+    buffer_error: Option<TError>,
     pub remote: SocketAddr,
 }
 
@@ -230,6 +234,8 @@ pub async fn connect(
         closing: false,
         queue_closed: false,
         timer: Box::pin(tokio::time::sleep(NO_DEADLINE)),
+        unflushed: false,
+        buffer_error: None,
         remote: addr,
     };
     Ok((conn, WsSender(tx), hs))
@@ -391,6 +397,50 @@ impl WsConn {
         }
     }
 
+    /// Put a frame into the write buffer now, without waiting or writing (a script's handler
+    /// runs while no future holds the connection: no queue, no wakeup). Frames still in the
+    /// [`WsSender`]'s queue go first, so the order is the order they were sent in.
+    /// [`WsConn::next_flushed`] writes them all with one flush.
+    pub fn buffer(&mut self, cmd: WsCmd) {
+        while !self.queue_closed {
+            match self.rx.try_recv() {
+                Ok(queued) => self.buffer_one(queued),
+                Err(_) => break,
+            }
+        }
+        self.buffer_one(cmd);
+    }
+
+    fn buffer_one(&mut self, cmd: WsCmd) {
+        if self.buffer_error.is_some() {
+            return;
+        }
+        if let WsCmd::Close(..) = cmd {
+            self.closing = true;
+        }
+        // Synchronous: tungstenite frames it into its buffer (a full socket is written later).
+        match futures_util::Sink::start_send(std::pin::Pin::new(&mut self.ws), message_of(cmd)) {
+            Ok(()) => self.unflushed = true,
+            Err(e) => self.buffer_error = Some(e),
+        }
+    }
+
+    /// [`WsConn::next`] after writing what [`WsConn::buffer`] left (one write for every frame
+    /// a handler sent), within [`WRITE_WAIT`].
+    pub async fn next_flushed(&mut self, deadline: Option<Instant>) -> WsEvent {
+        if let Some(e) = self.buffer_error.take() {
+            return self.gone(Some(e));
+        }
+        if std::mem::take(&mut self.unflushed) {
+            match tokio::time::timeout(WRITE_WAIT, self.ws.flush()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return self.gone(Some(e)),
+                Err(_) => return self.gone_with("websocket: write timed out".into()),
+            }
+        }
+        self.next(deadline).await
+    }
+
     /// Write `first` and every frame queued behind it with one flush: a handler that sends
     /// several messages costs one write.
     async fn write_queued(&mut self, first: WsCmd) -> Result<(), TError> {
@@ -533,6 +583,26 @@ mod tests {
             // No deadline: an echo, never a timeout.
             conn.send_now(WsCmd::Text("b".into())).await.unwrap();
             assert_eq!(conn.next(None).await, WsEvent::Text("b".into()));
+        });
+    }
+
+    /// Frames buffered directly (a script handler's sends) go after those already queued,
+    /// and `next_flushed` writes them before it waits: the echoes come back in send order.
+    #[test]
+    fn buffered_frames_follow_queued_ones_and_are_flushed_before_the_wait() {
+        let (_t, rt, mut conn, tx) = echo();
+        rt.block_on(async {
+            assert!(tx.send(WsCmd::Text("q0".into())));
+            conn.buffer(WsCmd::Text("b1".into()));
+            conn.buffer(WsCmd::Text("b2".into()));
+            let until = Instant::now() + Duration::from_secs(5);
+            for m in ["q0", "b1", "b2"] {
+                let ev =
+                    tokio::time::timeout(Duration::from_secs(10), conn.next_flushed(Some(until)))
+                        .await
+                        .expect("the wait must end by its deadline");
+                assert_eq!(ev, WsEvent::Text(m.into()));
+            }
         });
     }
 

@@ -102,3 +102,33 @@ fn many_vus_share_workers_with_websockets_on_both_apis() {
     assert_eq!(counter(r, "ws_msgs_sent", &[("api", "websockets")]), 440.0);
     assert_eq!(counter(r, "ws_msgs_received", &[]), 800.0);
 }
+
+/// Several messages ready at once go straight from the native pump to the handlers: a close
+/// in the handler of the first stops the rest (neither dispatched nor counted), handlers get
+/// every message in order (one added during a dispatch from the next message on, as k6),
+/// replies come back in order, and a
+/// timer set from a handler still fires on time.
+#[test]
+fn k6_ws_burst_keeps_order_close_and_timers() {
+    let t = target();
+    let out = run("ws_burst.js", &t);
+    let r = &out.result;
+    assert!(r.metrics_named("iteration_errors").next().is_none());
+    assert_eq!(
+        check_names(&out),
+        [
+            "burst in order",
+            "close in a burst: no later message",
+            "late handler from the next message",
+            "replies in order",
+            "timer from a handler fired",
+        ]
+    );
+    assert_eq!(rate(r, "checks", &[]), (10, 10));
+    // Per iteration: "close" sends the command and gets one message of five; "order" sends
+    // the command and 20 replies and gets 20 + 20.
+    assert_eq!(counter(r, "ws_msgs_received", &[("part", "close")]), 2.0);
+    assert_eq!(counter(r, "ws_msgs_sent", &[("part", "close")]), 2.0);
+    assert_eq!(counter(r, "ws_msgs_received", &[("part", "order")]), 80.0);
+    assert_eq!(counter(r, "ws_msgs_sent", &[("part", "order")]), 42.0);
+}

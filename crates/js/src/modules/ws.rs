@@ -8,7 +8,9 @@
 //! ending a session (`ws_session_duration`). They differ in how they wait:
 //!
 //! - `k6/ws` is blocking (k6: `ws.connect` returns when the socket closes): `wsOpen` and
-//!   `wsNext` suspend the VU's coroutine, and the shim runs the socket's own loop and timers.
+//!   `wsPump` suspend the VU's coroutine, and the shim runs the socket's own loop and timers;
+//!   `wsPump` hands text messages to the `message` handlers itself, one after another, and
+//!   comes back to that loop for anything else (a timer due, another event, a close).
 //! - `k6/websockets` is event-driven: `wsOpenAsync` starts an operation on the VU's event
 //!   loop (`crate::event_loop`) that connects, then waits for one event at a time and hands
 //!   each to the shim's handler (`__volley.wsOnEvent`); the iteration ends when the loop is
@@ -33,11 +35,12 @@ use volley_metrics::{names, Handle, MetricKey, MetricKind, TagSet, Unit};
 /// instead of exhausting file descriptors).
 const MAX_SOCKETS: usize = 10_000;
 
-/// A VU's sockets by id.
+/// A VU's sockets by id, in id order (ids only grow): a VU has one or a few, and each
+/// message looks its socket up several times, so a binary search beats hashing the id.
 #[derive(Default)]
 pub(crate) struct Sockets {
     last: u32,
-    open: HashMap<u32, Sock>,
+    open: Vec<(u32, Sock)>,
 }
 
 impl Sockets {
@@ -45,12 +48,36 @@ impl Sockets {
     pub(crate) fn clear(&mut self) {
         self.open.clear();
     }
+
+    fn get_mut(&mut self, id: u32) -> Option<&mut Sock> {
+        let i = self.open.binary_search_by_key(&id, |(k, _)| *k).ok()?;
+        Some(&mut self.open[i].1)
+    }
+
+    fn insert(&mut self, id: u32, s: Sock) {
+        match self.open.binary_search_by_key(&id, |(k, _)| *k) {
+            Ok(i) => self.open[i].1 = s,
+            Err(i) => self.open.insert(i, (id, s)),
+        }
+    }
+
+    fn remove(&mut self, id: u32) -> Option<Sock> {
+        let i = self.open.binary_search_by_key(&id, |(k, _)| *k).ok()?;
+        Some(self.open.remove(i).1)
+    }
 }
 
 struct Sock {
-    /// The connection while no future holds it (`k6/ws` between waits).
+    /// The connection while no future holds it (`k6/ws` between waits: its frames go
+    /// straight into the connection's write buffer).
     conn: Option<WsConn>,
+    /// `k6/websockets`' queue (its handlers may run while the connection waits); none for
+    /// `k6/ws`, which needs none.
     tx: Option<WsSender>,
+    /// `k6/ws`: when its earliest timer is due (`wsTimer`), so `wsPump` hands control back.
+    due: Option<Instant>,
+    /// `k6/ws`: the script closed the socket; `wsPump` dispatches nothing more.
+    done: bool,
     m: Handles,
     started: Instant,
     /// Ping payload (our counter) → when it was sent.
@@ -59,6 +86,18 @@ struct Sock {
     /// `k6/websockets` called close(): as k6, messages that still arrive are neither
     /// dispatched (the shim's readyState is CLOSING) nor counted in `ws_msgs_received`.
     closing: bool,
+}
+
+impl Sock {
+    /// Send a frame: into the connection's write buffer while it is here (`k6/ws`), else
+    /// into the queue its waiting future writes from. False: the socket is gone.
+    fn send(&mut self, cmd: WsCmd) -> bool {
+        if let Some(c) = self.conn.as_mut() {
+            c.buffer(cmd);
+            return true;
+        }
+        self.tx.as_ref().is_some_and(|tx| tx.send(cmd))
+    }
 }
 
 /// The socket's metric series (its tags: the VU's, `url`, `status`, `subproto`, params.tags).
@@ -184,6 +223,7 @@ fn opened<'js>(
     r: Connected,
     started: Instant,
     id: u32,
+    queue: bool,
 ) -> rquickjs::Result<Object<'js>> {
     let took = started.elapsed();
     let hs = match &r {
@@ -241,7 +281,7 @@ fn opened<'js>(
             let mut rec = st.rec.borrow_mut();
             rec.add(m.data_sent, s as f64);
             rec.add(m.data_received, rcv as f64);
-            (Some(conn), Some(tx))
+            (Some(conn), Some(tx).filter(|_| queue))
         }
         Err(e) => {
             out.set("error", e.message.as_str())?;
@@ -253,11 +293,13 @@ fn opened<'js>(
         rec.add(m.sessions, 1.0);
         rec.trend_us(m.connecting, us(took));
     }
-    st.ext.ws.borrow_mut().open.insert(
+    st.ext.ws.borrow_mut().insert(
         id,
         Sock {
             conn,
             tx,
+            due: None,
+            done: false,
             m,
             started,
             pings: HashMap::new(),
@@ -293,7 +335,7 @@ fn event<'js>(
 ) -> rquickjs::Result<Value<'js>> {
     let (sent, rcvd) = conn.take_bytes();
     let mut socks = st.ext.ws.borrow_mut();
-    let Some(s) = socks.open.get_mut(&id) else {
+    let Some(s) = socks.get_mut(id) else {
         return Ok(Value::new_undefined(ctx.clone()));
     };
     let mut rec = st.rec.borrow_mut();
@@ -388,13 +430,13 @@ impl Continue for Step {
                 let Some(r) = connected else {
                     return Err(throw(ctx, "the WebSocket's task failed"));
                 };
-                let info = opened(ctx, st, a, r, started, id)?;
+                let info = opened(ctx, st, a, r, started, id, true)?;
                 let conn = socket(st, id).and_then(|mut s| s.conn.take());
                 dispatch(ctx, id, info.into_value())?;
                 match conn {
                     Some(c) => Ok(Next::Again(next_op(c), Box::new(Step::Event(id)))),
                     None => {
-                        st.ext.ws.borrow_mut().open.remove(&id);
+                        st.ext.ws.borrow_mut().remove(id);
                         Ok(Next::Done(Value::new_undefined(ctx.clone())))
                     }
                 }
@@ -420,12 +462,12 @@ impl Continue for Step {
 
 /// Borrow socket `id` for a moment.
 fn socket(st: &VuState, id: u32) -> Option<std::cell::RefMut<'_, Sock>> {
-    std::cell::RefMut::filter_map(st.ext.ws.borrow_mut(), |s| s.open.get_mut(&id)).ok()
+    std::cell::RefMut::filter_map(st.ext.ws.borrow_mut(), |s| s.get_mut(id)).ok()
 }
 
 /// Record the session's duration and forget the socket.
 fn end_session(st: &VuState, id: u32) -> Option<WsConn> {
-    let s = st.ext.ws.borrow_mut().open.remove(&id)?;
+    let s = st.ext.ws.borrow_mut().remove(id)?;
     st.rec
         .borrow_mut()
         .trend_us(s.m.duration, us(s.started.elapsed()));
@@ -459,7 +501,7 @@ pub(crate) fn install<'js>(
             let r = st
                 .wait(async move { ws::connect(&req, &settings).await })
                 .ok_or_else(|| throw(&ctx, "the WebSocket connect was interrupted"))?;
-            opened(&ctx, &st, args, r, started, id)
+            opened(&ctx, &st, args, r, started, id, false)
         };
         v.set("wsOpen", Function::new(ctx.clone(), f)?)?;
     }
@@ -478,29 +520,73 @@ pub(crate) fn install<'js>(
         v.set("wsOpenAsync", Function::new(ctx.clone(), f)?)?;
     }
     {
-        // `k6/ws`: wait up to `ms` (negative: no limit) for the next event; null on timeout.
+        // `k6/ws`: wait up to `ms` (negative: no limit) for the next event; null on timeout
+        // (or when a timer set meanwhile is due, or the script closed the socket).
+        // `handlers`: the socket's "message" handlers, if any: text messages go straight to
+        // them here, as many as arrive, without coming back to the shim's loop (its hot path:
+        // one native call per message instead of a loop turn, a timer check and an emit).
         let st = st.clone();
-        let f = move |ctx: Ctx<'js>, id: u32, ms: f64| -> rquickjs::Result<Value<'js>> {
-            let Some(mut conn) = socket(&st, id).and_then(|mut s| s.conn.take()) else {
-                return Ok(Value::new_undefined(ctx.clone()));
-            };
-            let deadline = (ms >= 0.0).then(|| Instant::now() + Duration::from_secs_f64(ms / 1e3));
-            let Some((mut conn, ev)) = st.wait(async move {
-                let ev = conn.next(deadline).await;
-                (conn, ev)
-            }) else {
-                return Err(throw(&ctx, "the WebSocket wait was interrupted"));
-            };
-            let closed = matches!(ev, WsEvent::Closed { .. });
-            let out = event(&ctx, &st, id, &mut conn, ev)?;
-            if !closed {
-                if let Some(mut s) = socket(&st, id) {
-                    s.conn = Some(conn);
+        let f = move |ctx: Ctx<'js>,
+                      id: u32,
+                      ms: f64,
+                      handlers: Value<'js>|
+              -> rquickjs::Result<Value<'js>> {
+            if let Some(mut s) = socket(&st, id) {
+                s.due = (ms >= 0.0).then(|| Instant::now() + Duration::from_secs_f64(ms / 1e3));
+            }
+            loop {
+                let (mut conn, due) = match socket(&st, id) {
+                    Some(mut s) if !s.done => match s.conn.take() {
+                        Some(c) => (c, s.due),
+                        None => return Ok(Value::new_undefined(ctx.clone())),
+                    },
+                    Some(_) => return Ok(Value::new_null(ctx.clone())),
+                    None => return Ok(Value::new_undefined(ctx.clone())),
+                };
+                let Some((mut conn, ev)) = st.wait(async move {
+                    let ev = conn.next_flushed(due).await;
+                    (conn, ev)
+                }) else {
+                    return Err(throw(&ctx, "the WebSocket wait was interrupted"));
+                };
+                let closed = matches!(ev, WsEvent::Closed { .. });
+                let text = matches!(ev, WsEvent::Text(_));
+                let out = event(&ctx, &st, id, &mut conn, ev)?;
+                if !closed {
+                    if let Some(mut s) = socket(&st, id) {
+                        s.conn = Some(conn);
+                    }
+                }
+                let Some(list) = handlers.as_array().filter(|_| text) else {
+                    return Ok(out);
+                };
+                // As k6 (a Go range over the list): the handlers there when the message came;
+                // one added meanwhile gets the next message.
+                for i in 0..list.len() {
+                    let h: Value = list.get(i)?;
+                    if let Some(h) = h.as_function() {
+                        h.call::<_, ()>((out.clone(),))?;
+                    }
+                }
+                // A timer due (messages may never stop coming): back to the shim to run it.
+                let due = socket(&st, id).and_then(|s| s.due);
+                if due.is_some_and(|d| d <= Instant::now()) {
+                    return Ok(Value::new_null(ctx.clone()));
                 }
             }
-            Ok(out)
         };
-        v.set("wsNext", Function::new(ctx.clone(), f)?)?;
+        v.set("wsPump", Function::new(ctx.clone(), f)?)?;
+    }
+    {
+        // `k6/ws`: a timer was set for `ms` from now: `wsPump` must come back by then.
+        let st = st.clone();
+        let f = move |id: u32, ms: f64| {
+            if let Some(mut s) = socket(&st, id) {
+                let at = Instant::now() + Duration::from_secs_f64(ms.max(0.0) / 1e3);
+                s.due = Some(s.due.map_or(at, |d| d.min(at)));
+            }
+        };
+        v.set("wsTimer", Function::new(ctx.clone(), f)?)?;
     }
     {
         // Queue a text (string) or binary (ArrayBuffer) message; false: not open.
@@ -513,10 +599,10 @@ pub(crate) fn install<'js>(
                         .ok_or_else(|| throw(&ctx, "expected a string or ArrayBuffer"))?,
                 ),
             };
-            let Some(s) = socket(&st, id) else {
+            let Some(mut s) = socket(&st, id) else {
                 return Ok(false);
             };
-            let ok = s.tx.as_ref().is_some_and(|tx| tx.send(cmd));
+            let ok = s.send(cmd);
             if ok {
                 st.rec.borrow_mut().add(s.m.sent, 1.0);
             }
@@ -532,10 +618,7 @@ pub(crate) fn install<'js>(
             let Some(mut s) = socket(&st, id) else { return };
             let key = s.next_ping.to_string();
             s.next_ping += 1;
-            if s.tx
-                .as_ref()
-                .is_some_and(|tx| tx.send(WsCmd::Ping(key.clone().into_bytes())))
-            {
+            if s.send(WsCmd::Ping(key.clone().into_bytes())) {
                 s.pings.insert(key, Instant::now());
                 if count.0 == Some(true) {
                     st.rec.borrow_mut().add(s.m.sent, 1.0);
@@ -551,10 +634,9 @@ pub(crate) fn install<'js>(
                 // Only k6/websockets counts its close frame; it is also the API that stops
                 // counting messages once closing.
                 s.closing |= count.0 == Some(true);
+                s.done = true;
                 let reason = reason.0.unwrap_or_default();
-                let sent =
-                    s.tx.as_ref()
-                        .is_some_and(|tx| tx.send(WsCmd::Close(code, reason)));
+                let sent = s.send(WsCmd::Close(code, reason));
                 if sent && count.0 == Some(true) {
                     st.rec.borrow_mut().add(s.m.sent, 1.0);
                 }

@@ -32,15 +32,16 @@ class Socket {
   _emit(event) {
     const list = this._on[event];
     if (!list) return;
-    for (let i = 0; i < list.length; i++) list[i]();
+    // The handlers there now (k6 ranges over its list): one added meanwhile gets the next event.
+    for (let i = 0, n = list.length; i < n; i++) list[i]();
   }
   _emit1(event, arg) {
     const list = this._on[event];
     if (!list) return;
-    for (let i = 0; i < list.length; i++) list[i](arg);
+    for (let i = 0, n = list.length; i < n; i++) list[i](arg);
   }
   send(message) {
-    if (!this._done) V.wsSend(this._id, String(message));
+    if (!this._done) V.wsSend(this._id, typeof message === "string" ? message : String(message));
   }
   sendBinary(message) {
     if (message === undefined) throw new Error("missing argument, expected ArrayBuffer");
@@ -65,6 +66,8 @@ class Socket {
     const at = Date.now() + d;
     this._timers.push({ at, fn, every: every ? d : 0 });
     if (at < this._next) this._next = at;
+    // Set from a handler that wsPump runs: it must come back to the loop by then.
+    V.wsTimer(this._id, d);
   }
   close(code) {
     if (this._done) return;
@@ -130,7 +133,9 @@ export function connect(url, params, callback) {
     while (!s._done) {
       const wait = s._tick();
       if (s._done) break;
-      const ev = V.wsNext(s._id, wait);
+      // Text messages go straight to the "message" handlers inside wsPump, which comes back
+      // for anything else: a timer due, another event, the socket closed.
+      const ev = V.wsPump(s._id, wait, s._on.message);
       // A text message comes as the string itself (no event object per message).
       if (typeof ev === "string") {
         s._emit1("message", ev);
