@@ -63,6 +63,14 @@ impl Pool {
         self.h2.push((origin, c, a));
     }
 
+    /// Free the buffers of the idle HTTP/1 connections (kept open): the bytes freed.
+    pub fn release_buffers(&mut self) -> usize {
+        self.idle
+            .iter_mut()
+            .map(|(_, c, _)| c.release_buffers())
+            .sum()
+    }
+
     /// Close every idle connection (`noVUConnectionReuse`, between iterations).
     pub fn clear(&mut self) {
         self.idle.clear();
