@@ -18,7 +18,6 @@
 //! engine-facing [`JsVu`] (resuming, cancelling, timeouts) in `body`.
 
 use crate::script::{self, BytecodeLoader, ModResolver, ScriptError};
-use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use rquickjs::function::Opt;
 use rquickjs::{Context, Ctx, Function, Module, Object, Runtime, Value};
@@ -38,9 +37,11 @@ use volley_metrics::{MetricKey, MetricKind, Recorder, TagSet, Unit};
 mod body;
 mod globals;
 pub(crate) mod shared;
+mod stack;
 pub use body::JsVu;
 pub(crate) use globals::{add_tags, install_globals, SharedScript};
 pub use shared::runtimes_made as shared_runtimes_made;
+pub use stack::releases as stack_releases;
 
 /// Coroutine stack per VU (virtual memory; only touched pages cost RSS).
 pub(crate) const CO_STACK: usize = 1024 * 1024;
@@ -131,7 +132,7 @@ pub(crate) enum Yield {
     Done(Outcome),
 }
 
-type Co = Coroutine<Resume, Yield, (), DefaultStack>;
+type Co = Coroutine<Resume, Yield, (), stack::VuStack>;
 
 /// One VU's mutable state, reachable from its native functions.
 pub(crate) struct VuState {
@@ -175,6 +176,9 @@ pub(crate) struct VuState {
     /// keeps of its running call while suspended (`shared`).
     shared_rt: Cell<*mut rquickjs::qjs::JSRuntime>,
     regs: Cell<shared::Regs>,
+    /// An address in the frame of the last suspension: the stack below it (but the switch)
+    /// is dead while the VU is suspended (`stack`).
+    mark: Cell<usize>,
 }
 
 impl VuState {
@@ -216,12 +220,15 @@ impl VuState {
             halt: RefCell::new(None),
             shared_rt: Cell::new(std::ptr::null_mut()),
             regs: Cell::new(shared::Regs::default()),
+            mark: Cell::new(usize::MAX),
         }
     }
 
     /// Suspend the coroutine with `out`; when the runtime is shared, take this VU's running
     /// call out of it meanwhile (`shared`).
     fn suspend(&self, y: &Yielder<Resume, Yield>, out: Yield) -> Resume {
+        let here = std::hint::black_box(0u8);
+        self.mark.set(std::ptr::addr_of!(here) as usize);
         let rt = self.shared_rt.get();
         if rt.is_null() {
             return y.suspend(out);
@@ -557,6 +564,11 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
                             let _ = st.wait_idle(tokio::time::sleep(rest));
                         }
                     }
+                    if iter == 3 && debug_memory_on() {
+                        // Steady state: what the first iterations left (responses, caches).
+                        eprintln!("vu-memory after 3 iterations:");
+                        shared::debug_memory(ctx, st.id);
+                    }
                     if let Some(msg) = crate::modules::end_iteration(st) {
                         // exec.test.abort(): stop the whole test (k6 exit code 108).
                         if r.is_err() {
@@ -583,6 +595,12 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
             },
         };
     }
+}
+
+/// `VOLLEY_DEBUG_VU_MEMORY` is set (`shared::debug_memory` prints).
+fn debug_memory_on() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("VOLLEY_DEBUG_VU_MEMORY").is_some())
 }
 
 /// The setup data for this VU: parsed from JSON once, then the same object every iteration.

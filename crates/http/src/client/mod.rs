@@ -194,6 +194,12 @@ impl VuClient {
         }
     }
 
+    /// The VU will be idle for a while (a long `sleep`): free its idle connections' buffers
+    /// (they stay open; the next request allocates them again). The bytes freed.
+    pub fn release_idle_buffers(&mut self) -> usize {
+        self.pool.release_buffers()
+    }
+
     /// Build the next hop's request and start its exchange (nothing waits here). `cookie`
     /// gives the `Cookie` header for the target (a request with one is never cached);
     /// `on_request` sees the request as it will be written (`httpDebug`).

@@ -95,6 +95,14 @@ impl Pool {
         Announce(d)
     }
 
+    /// Free the buffers of the idle HTTP/1 connections (kept open): the bytes freed.
+    pub fn release_buffers(&mut self) -> usize {
+        self.idle
+            .iter_mut()
+            .map(|(_, c, _)| c.release_buffers())
+            .sum()
+    }
+
     /// Close every idle connection (`noVUConnectionReuse`, between iterations).
     pub fn clear(&mut self) {
         self.idle.clear();

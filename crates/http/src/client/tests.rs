@@ -112,6 +112,25 @@ fn redirects_are_followed_on_one_kept_alive_connection() {
 }
 
 #[test]
+fn an_idle_connection_frees_its_buffers_and_is_reused_after() {
+    local(async {
+        let (addr, conns) = server().await;
+        let rec = Rc::new(RefCell::new(Recorder::default()));
+        let mut c = VuClient::new(Arc::new(ClientSettings::default()));
+        assert_eq!(c.release_idle_buffers(), 0, "no connection yet");
+        for _ in 0..3 {
+            let (statuses, done) = run(&mut c, &rec, spec(format!("http://{addr}/ok"))).await;
+            assert_eq!(statuses, [200]);
+            assert_eq!(done.result.unwrap().body.as_deref(), Some(&b"hi"[..]));
+            // The read buffer (1 KiB at first) and the in-flight queue go; the socket stays.
+            assert!(c.release_idle_buffers() >= 1024);
+            assert_eq!(c.release_idle_buffers(), 0, "freed twice");
+        }
+        assert_eq!(conns.get(), 1, "the connection was not kept");
+    });
+}
+
+#[test]
 fn no_redirects_left_means_the_redirect_is_the_response() {
     local(async {
         let (addr, _) = server().await;

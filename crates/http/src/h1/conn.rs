@@ -83,7 +83,7 @@ impl Connection {
             buf: Vec::new(),
             start: 0,
             end: 0,
-            in_flight: VecDeque::with_capacity(8),
+            in_flight: VecDeque::new(),
             sent_mark: 0,
             recv_mark: 0,
             keep_headers: false,
@@ -93,6 +93,20 @@ impl Connection {
             responses_read: 0,
             max_body: u64::MAX,
         }
+    }
+
+    /// Free the read buffer and the in-flight queue while nothing is buffered or in flight
+    /// (an idle keep-alive connection of a VU that sleeps): the next request allocates them
+    /// again. Returns the bytes freed.
+    pub fn release_buffers(&mut self) -> usize {
+        if self.start != self.end || !self.in_flight.is_empty() {
+            return 0;
+        }
+        let freed = self.buf.capacity() + self.in_flight.capacity() * size_of::<InFlight>();
+        self.buf = Vec::new();
+        self.in_flight = VecDeque::new();
+        (self.start, self.end) = (0, 0);
+        freed
     }
 
     /// Copy response headers into `Response::headers` (costs allocations; off by default).

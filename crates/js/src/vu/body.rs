@@ -9,6 +9,8 @@ use super::*;
 pub struct JsVu {
     co: Option<Co>,
     state: Rc<VuState>,
+    /// The coroutine's stack, to release its dead pages while the VU waits long.
+    frames: stack::Frames,
 }
 
 impl JsVu {
@@ -28,7 +30,8 @@ impl JsVu {
             scenario,
         ));
         let st = state.clone();
-        let stack = DefaultStack::new(CO_STACK).map_err(|e| ScriptError(stack_error(e)))?;
+        let stack = stack::VuStack::new().map_err(|e| ScriptError(stack_error(e)))?;
+        let frames = stack.frames();
         let co = Coroutine::with_stack(stack, move |y: &Yielder<Resume, Yield>, first: Resume| {
             st.yielder.set(y as *const _);
             vu_main(y, &st, first);
@@ -37,11 +40,26 @@ impl JsVu {
         let mut vu = JsVu {
             co: Some(co),
             state,
+            frames,
         };
         match vu.resume_sync(Resume::Cmd(Cmd::Init)) {
-            Some(Outcome::Ok) => Ok(vu),
+            Some(Outcome::Ok) => {
+                // Init is the deepest a VU usually goes (loading and evaluating modules).
+                vu.release_stack();
+                Ok(vu)
+            }
             Some(Outcome::Abort(e)) | Some(Outcome::Error(e)) => Err(ScriptError(e)),
             _ => Err(ScriptError("VU init did not finish".into())),
+        }
+    }
+
+    /// Give back the pages of the suspended coroutine's stack below its suspension point.
+    fn release_stack(&self) {
+        if self.co.as_ref().is_some_and(|c| c.started() && !c.done()) {
+            // SAFETY: the coroutine is suspended (we are not inside it: it runs only within
+            // our `resume` calls) and its stack lives in `self.co`; the mark is its last
+            // suspension's.
+            unsafe { self.frames.release_below(self.state.mark.get()) };
         }
     }
 
@@ -116,11 +134,7 @@ impl VuBody for JsVu {
                     };
                     let _counted = Counted::new(n);
                     input = if idle {
-                        tokio::select! {
-                            biased;
-                            _ = token.interrupted() => Resume::Cancelled,
-                            v = fut => Resume::Value(v),
-                        }
+                        self.idle_wait(&token, fut).await
                     } else {
                         tokio::select! {
                             biased;
@@ -134,16 +148,38 @@ impl VuBody for JsVu {
     }
 }
 
-/// Why a VU's stack could not be made, with the likely limit: each stack is two memory
-/// mappings (the stack and its guard page), and Linux allows `vm.max_map_count` (65,530 by
-/// default) per process, so ~32,000 VUs.
+impl JsVu {
+    /// An idle wait (`sleep`, timers): if it lasts [`stack::release_delay`], the stack's
+    /// pages below the suspension point go back to the kernel meanwhile, and the idle
+    /// connections' read buffers are freed (the next request allocates them again).
+    async fn idle_wait(&self, token: &StopToken, mut fut: BoxFuture) -> Resume {
+        let mut release = stack::release_delay().map(|d| Box::pin(tokio::time::sleep(d)));
+        loop {
+            tokio::select! {
+                biased;
+                _ = token.interrupted() => return Resume::Cancelled,
+                v = &mut fut => return Resume::Value(v),
+                _ = async { release.as_mut().expect("checked").await }, if release.is_some() => {
+                    release = None;
+                    self.release_stack();
+                    if let Ok(mut http) = self.state.http.try_borrow_mut() {
+                        http.release_idle_buffers();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Why a VU's stack could not be made, with the likely limit: Linux allows
+/// `vm.max_map_count` (65,530 by default) mappings per process; a stack of its own is two
+/// (~32,000 VUs), a chunk of 64 pooled stacks one (`stack`).
 fn stack_error(e: std::io::Error) -> String {
     let max = std::fs::read_to_string("/proc/sys/vm/max_map_count").ok();
     match max.as_deref().map(str::trim) {
         Some(n) if e.raw_os_error() == Some(12) => format!(
-            "cannot allocate a VU stack: {e}; each VU takes two memory mappings and \
-             vm.max_map_count is {n} (raise it for more VUs: sysctl -w \
-             vm.max_map_count=262144)"
+            "cannot allocate a VU stack: {e}; vm.max_map_count is {n} (raise it for more \
+             VUs: sysctl -w vm.max_map_count=262144)"
         ),
         _ => format!("cannot allocate a VU stack: {e}"),
     }
