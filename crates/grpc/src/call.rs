@@ -67,6 +67,21 @@ pub struct Conn {
     remote: SocketAddr,
 }
 
+/// A unary call's request head (URI, headers with metadata and `grpc-timeout`) and its
+/// deadline, from [`Conn::unary_head`]; valid for the connection that built it.
+#[derive(Debug, Clone)]
+pub struct Head {
+    uri: http::Uri,
+    headers: HeaderMap,
+    timeout: Duration,
+}
+
+impl Head {
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+}
+
 /// What a call ended with.
 #[derive(Debug, Clone, Default)]
 pub struct Reply {
@@ -181,6 +196,18 @@ impl Conn {
         Ok(req)
     }
 
+    /// The request head of unary calls to `path` with `md` within `timeout`, built once for
+    /// many calls (URI parsing and header validation are then paid once).
+    pub fn unary_head(&self, path: &str, md: &Metadata, timeout: Duration) -> Result<Head, String> {
+        let req = self.request(path, md, Some(timeout))?;
+        let (parts, ()) = req.into_parts();
+        Ok(Head {
+            uri: parts.uri,
+            headers: parts.headers,
+            timeout,
+        })
+    }
+
     /// A message over `maxSendSize` fails the call (RESOURCE_EXHAUSTED), as in grpc-go.
     fn too_large(&self, msg: &[u8]) -> Option<Reply> {
         (self.max_send > 0 && msg.len() > self.max_send).then(|| {
@@ -200,19 +227,33 @@ impl Conn {
         if let Some(r) = self.too_large(msg) {
             return r;
         }
-        let req = match self.request(path, md, Some(timeout)) {
-            Ok(r) => r,
+        let head = self.unary_head(path, md, timeout);
+        self.unary_with(head, frame::encode(msg)).await
+    }
+
+    /// [`Conn::unary`] with the head built beforehand ([`Conn::unary_head`]; its error is the
+    /// call's INTERNAL status) and the message already framed ([`frame::encode`]): what a
+    /// caller repeating a call can keep. Same results as [`Conn::unary`].
+    pub async fn unary_with(&self, head: Result<Head, String>, framed: Bytes) -> Reply {
+        if let Some(r) = self.too_large(&framed[framed.len().min(5)..]) {
+            return r;
+        }
+        let head = match head {
+            Ok(h) => h,
             Err(e) => return Reply::failed(INTERNAL, e),
         };
-        let body = frame::encode(msg);
+        let mut req = Request::new(());
+        *req.method_mut() = http::Method::POST;
+        *req.uri_mut() = head.uri;
+        *req.headers_mut() = head.headers;
         let call = async {
             let mut send = self.send.clone().ready().await.map_err(transport)?;
             let (resp, mut tx) = send.send_request(req, false).map_err(transport)?;
-            tx.send_data(body, true).map_err(transport)?;
+            tx.send_data(framed, true).map_err(transport)?;
             let resp = resp.await.map_err(transport)?;
             Ok::<_, Reply>(read_reply(resp, self.max_receive, true, None).await)
         };
-        match tokio::time::timeout(timeout, call).await {
+        match tokio::time::timeout(head.timeout, call).await {
             Ok(Ok(r)) | Ok(Err(r)) => r,
             Err(_) => Reply::failed(DEADLINE_EXCEEDED, "context deadline exceeded"),
         }

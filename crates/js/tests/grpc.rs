@@ -112,6 +112,20 @@ fn health_check_answers_and_cached_series_keep_groups_apart() {
     }
 }
 
+#[test]
+fn repeated_calls_keep_metadata_timeouts_and_request_errors_per_call() {
+    let t = target();
+    let out = run("grpc_repeat.js", &t);
+    let r = &out.result;
+    assert!(r.metrics_named("iteration_errors").next().is_none());
+    assert_eq!(check_names(&out).len(), 7);
+    assert_eq!(rate(r, "checks", &[]), (14, 14));
+    // Per iteration: 5 + 2 + 4 + 4 + 1 + 1 calls that reached the server (the three
+    // unknown-field and the wrong-type requests throw before sending).
+    assert_eq!(samples(r, "grpc_req_duration", &[]), 34);
+    assert_eq!(samples(r, "grpc_req_duration", &[("status", "4")]), 4);
+}
+
 /// A Python grpcio server (tests/peers/grpc_server.py) on loopback; `None` (skip) when
 /// `python3 -c 'import grpc, grpc_reflection'` fails.
 struct Peer {

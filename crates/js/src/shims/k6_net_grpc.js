@@ -155,14 +155,15 @@ export class Client {
   connect(addr, params) {
     return V.grpcConnect(this._id, String(addr), connectParams(params));
   }
+  // Without params the natives get `undefined` (all defaults): no params object per call.
   invoke(method, request, params) {
-    const p = callParams(params, "invalid GRPC's client.invoke() parameters");
+    const p = isNullish(params) ? undefined : callParams(params, "invalid GRPC's client.invoke() parameters");
     if (isNullish(request)) throw new Error("request cannot be nil");
     return V.grpcInvoke(this._id, String(method), request, p);
   }
   asyncInvoke(method, request, params) {
     try {
-      const p = callParams(params, "invalid GRPC's client.invoke() parameters");
+      const p = isNullish(params) ? undefined : callParams(params, "invalid GRPC's client.invoke() parameters");
       if (isNullish(request)) throw new Error("request cannot be nil");
       return V.grpcInvokeAsync(this._id, String(method), request, p);
     } catch (e) {

@@ -3,11 +3,15 @@
 //! The hot path: a client keeps one [`Method`] per method name it was asked for (descriptors,
 //! path, and the series its `grpc_req_duration` samples go to, by group and status), so a
 //! call with no per-call tags does no descriptor lookup, tag-map building or series hashing.
-//! The request object is encoded from `JSON.stringify` text; the response becomes a JS
-//! object straight from the decoded message (`to_js`).
+//! The request object is encoded from `JSON.stringify` text (the last text's framed bytes
+//! are kept per method: load tests repeat requests); a call without metadata reuses the
+//! method's request head (URI and headers, built once). The response becomes a JS object
+//! straight from the decoded message (`to_js`).
 
 use super::*;
+use bytes::Bytes;
 use std::cell::RefCell;
+use volley_grpc::call::Head;
 use volley_grpc::prost_reflect::{DynamicMessage, MessageDescriptor};
 
 /// A method as one client calls it; dropped when the client connects again or loads more
@@ -21,6 +25,44 @@ pub(super) struct Method {
     /// Series of `grpc_req_duration` by (group id, status), for calls with no own tags
     /// while the VU has no script-set tags (they can change at any time).
     series: RefCell<Vec<(u32, u32, Handle)>>,
+    /// The request head of calls without metadata, with its timeout.
+    head: RefCell<Option<Head>>,
+    /// The last request's JSON text and its framed message.
+    last: RefCell<Option<(String, Bytes)>>,
+}
+
+impl Method {
+    /// The framed request message for the JSON text `req` (the last one's bytes again when
+    /// the text is the same: encoding depends on nothing else).
+    fn body(&self, req: String) -> Result<Bytes, String> {
+        if let Some((text, framed)) = &*self.last.borrow() {
+            if *text == req {
+                return Ok(framed.clone());
+            }
+        }
+        let framed = volley_grpc::frame::encode(&json::encode(&self.input, &req)?);
+        *self.last.borrow_mut() = Some((req, framed.clone()));
+        Ok(framed)
+    }
+
+    /// The request head for `md` within `timeout`: a copy of the kept one when there is no
+    /// metadata (a head is the connection's: the cache is dropped on `connect`).
+    fn head(&self, conn: &Conn, md: &Metadata, timeout: Duration) -> Result<Head, String> {
+        if !md.is_empty() {
+            return conn.unary_head(&self.path, md, timeout);
+        }
+        if let Some(h) = self
+            .head
+            .borrow()
+            .as_ref()
+            .filter(|h| h.timeout() == timeout)
+        {
+            return Ok(h.clone());
+        }
+        let h = conn.unary_head(&self.path, md, timeout)?;
+        *self.head.borrow_mut() = Some(h.clone());
+        Ok(h)
+    }
 }
 
 /// Where a call's samples go: the method's cached series, or tags built for this call.
@@ -113,6 +155,8 @@ pub(super) fn method(
         input: md.input(),
         output: md.output(),
         series: RefCell::default(),
+        head: RefCell::default(),
+        last: RefCell::default(),
     });
     // Bounded: one entry per distinct method name a script calls.
     if c.methods.len() < MAX_IDS {
@@ -226,9 +270,9 @@ pub(super) struct Invoke {
     id: u32,
     conn: Conn,
     m: Rc<Method>,
-    body: Vec<u8>,
-    md: Metadata,
-    timeout: Duration,
+    /// The framed request message.
+    body: Bytes,
+    head: Option<Result<Head, String>>,
     discard: bool,
     series: Series,
 }
@@ -239,28 +283,33 @@ pub(super) fn prepare<'js>(
     id: u32,
     method_name: String,
     req: Value<'js>,
-    p: Object<'js>,
+    p: Option<Object<'js>>,
 ) -> rquickjs::Result<Invoke> {
     in_vu(ctx, st, "invoking RPC methods")?;
     let (m, conn) = method(ctx, st, id, &method_name)?;
-    let p = call_params(ctx, p, "invalid GRPC's client.invoke() parameters")?;
+    // No params object: the shim's fast path for a call without params (all defaults).
+    let p = match p {
+        Some(p) => call_params(ctx, p, "invalid GRPC's client.invoke() parameters")?,
+        None => CallParams::default(),
+    };
     let req = request_json(ctx, req)?;
-    let body = json::encode(&m.input, &req).map_err(|e| throw(ctx, &e))?;
+    let body = m.body(req).map_err(|e| throw(ctx, &e))?;
     let series = if p.tags.is_empty() && st.ext.tags.borrow().is_empty() {
         Series::Cached
     } else {
         Series::Tagged(CallTags::new(st, &m.addr, &m.path, &p.tags))
     };
+    let timeout = p
+        .timeout
+        .filter(|t| !t.is_zero())
+        .unwrap_or(DEFAULT_TIMEOUT);
+    let head = Some(m.head(&conn, &p.md, timeout));
     Ok(Invoke {
         id,
         conn,
         m,
         body,
-        md: p.md,
-        timeout: p
-            .timeout
-            .filter(|t| !t.is_zero())
-            .unwrap_or(DEFAULT_TIMEOUT),
+        head,
         discard: p.discard,
         series,
     })
@@ -270,16 +319,16 @@ pub(super) fn prepare<'js>(
 pub(super) fn future(
     i: &mut Invoke,
 ) -> impl std::future::Future<Output = (Reply, Duration)> + 'static {
-    let (conn, m, md, body, timeout) = (
+    let (conn, head, body) = (
         i.conn.clone(),
-        i.m.clone(),
-        std::mem::take(&mut i.md),
+        i.head
+            .take()
+            .unwrap_or_else(|| Err("the call was made twice".into())),
         std::mem::take(&mut i.body),
-        i.timeout,
     );
     async move {
         let started = Instant::now();
-        let r = conn.unary(&m.path, &md, &body, timeout).await;
+        let r = conn.unary_with(head, body).await;
         (r, started.elapsed())
     }
 }

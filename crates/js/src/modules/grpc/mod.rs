@@ -193,6 +193,7 @@ fn in_vu(ctx: &Ctx<'_>, st: &VuState, what: &str) -> rquickjs::Result<()> {
 
 /// What the shim passes as call params (already checked there): metadata pairs (values
 /// strings or ArrayBuffers), `timeout` (ms, or a duration string), tags pairs, discard.
+#[derive(Default)]
 struct CallParams {
     md: Metadata,
     timeout: Option<Duration>,
@@ -500,7 +501,7 @@ pub(crate) fn install<'js>(
                       id: u32,
                       method: String,
                       req: Value<'js>,
-                      p: Object<'js>|
+                      p: Option<Object<'js>>|
               -> rquickjs::Result<Value<'js>> {
             let mut i = invoke::prepare(&ctx, &st, id, method, req, p)?;
             let (r, took) = st
@@ -516,7 +517,7 @@ pub(crate) fn install<'js>(
                       id: u32,
                       method: String,
                       req: Value<'js>,
-                      p: Object<'js>|
+                      p: Option<Object<'js>>|
               -> rquickjs::Result<rquickjs::Promise<'js>> {
             let mut i = invoke::prepare(&ctx, &st, id, method, req, p)?;
             let fut = invoke::future(&mut i);

@@ -6,7 +6,8 @@
 //! Why: the JSON text route (serde_json `Value` → string → `JSON.parse`) allocated every key
 //! and value three times per response; this builds each once.
 
-use rquickjs::{Array, Ctx, Object, Value};
+use rquickjs::object::Property;
+use rquickjs::{Array, Atom, Ctx, Object, Value};
 use serde::ser::{self, Serialize};
 use volley_grpc::prost_reflect::{
     DynamicMessage, Kind, MessageDescriptor, ReflectMessage, SerializeOptions,
@@ -248,30 +249,39 @@ seq_impl!(
 );
 
 /// An object being filled; `.2` holds a key until its value comes.
-pub(super) struct Map<'a, 'js>(&'a Ctx<'js>, Object<'js>, Option<String>);
+pub(super) struct Map<'a, 'js>(&'a Ctx<'js>, Object<'js>, Option<Atom<'js>>);
 
-/// Map keys are strings in protojson; other key types get their JSON text.
-struct KeyOf;
+/// Map keys are strings in protojson; other key types get their JSON text. Keys become
+/// atoms straight from the field names (no `String` per key).
+struct KeyOf<'a, 'js>(&'a Ctx<'js>);
+
+impl<'js> KeyOf<'_, 'js> {
+    fn atom(&self, s: &str) -> Result<Atom<'js>, Error> {
+        Ok(Atom::from_str(self.0.clone(), s)?)
+    }
+}
+
+type K<'js> = Result<Atom<'js>, Error>;
 
 /// A scalar key as its text.
 macro_rules! key_as_text {
     ($($f:ident : $t:ty),*) => {$(
-        fn $f(self, v: $t) -> Result<String, Error> {
-            Ok(v.to_string())
+        fn $f(self, v: $t) -> K<'js> {
+            self.atom(&v.to_string())
         }
     )*};
 }
 
-impl ser::Serializer for KeyOf {
-    type Ok = String;
+impl<'js> ser::Serializer for KeyOf<'_, 'js> {
+    type Ok = Atom<'js>;
     type Error = Error;
-    type SerializeSeq = ser::Impossible<String, Error>;
-    type SerializeTuple = ser::Impossible<String, Error>;
-    type SerializeTupleStruct = ser::Impossible<String, Error>;
-    type SerializeTupleVariant = ser::Impossible<String, Error>;
-    type SerializeMap = ser::Impossible<String, Error>;
-    type SerializeStruct = ser::Impossible<String, Error>;
-    type SerializeStructVariant = ser::Impossible<String, Error>;
+    type SerializeSeq = ser::Impossible<Atom<'js>, Error>;
+    type SerializeTuple = ser::Impossible<Atom<'js>, Error>;
+    type SerializeTupleStruct = ser::Impossible<Atom<'js>, Error>;
+    type SerializeTupleVariant = ser::Impossible<Atom<'js>, Error>;
+    type SerializeMap = ser::Impossible<Atom<'js>, Error>;
+    type SerializeStruct = ser::Impossible<Atom<'js>, Error>;
+    type SerializeStructVariant = ser::Impossible<Atom<'js>, Error>;
 
     key_as_text!(
         serialize_bool: bool,
@@ -287,37 +297,28 @@ impl ser::Serializer for KeyOf {
         serialize_f64: f64,
         serialize_char: char
     );
-    fn serialize_str(self, v: &str) -> Result<String, Error> {
-        Ok(v.to_owned())
+    fn serialize_str(self, v: &str) -> K<'js> {
+        self.atom(v)
     }
-    fn serialize_bytes(self, _: &[u8]) -> Result<String, Error> {
+    fn serialize_bytes(self, _: &[u8]) -> K<'js> {
         Err(Error("a map key must be a string".into()))
     }
-    fn serialize_none(self) -> Result<String, Error> {
-        Ok("null".into())
+    fn serialize_none(self) -> K<'js> {
+        self.atom("null")
     }
-    fn serialize_some<T: ?Sized + Serialize>(self, v: &T) -> Result<String, Error> {
+    fn serialize_some<T: ?Sized + Serialize>(self, v: &T) -> K<'js> {
         v.serialize(self)
     }
-    fn serialize_unit(self) -> Result<String, Error> {
-        Ok("null".into())
+    fn serialize_unit(self) -> K<'js> {
+        self.atom("null")
     }
-    fn serialize_unit_struct(self, _: &'static str) -> Result<String, Error> {
-        Ok("null".into())
+    fn serialize_unit_struct(self, _: &'static str) -> K<'js> {
+        self.atom("null")
     }
-    fn serialize_unit_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        variant: &'static str,
-    ) -> Result<String, Error> {
-        Ok(variant.to_owned())
+    fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> K<'js> {
+        self.atom(variant)
     }
-    fn serialize_newtype_struct<T: ?Sized + Serialize>(
-        self,
-        _: &'static str,
-        v: &T,
-    ) -> Result<String, Error> {
+    fn serialize_newtype_struct<T: ?Sized + Serialize>(self, _: &'static str, v: &T) -> K<'js> {
         v.serialize(self)
     }
     fn serialize_newtype_variant<T: ?Sized + Serialize>(
@@ -326,7 +327,7 @@ impl ser::Serializer for KeyOf {
         _: u32,
         _: &'static str,
         _: &T,
-    ) -> Result<String, Error> {
+    ) -> K<'js> {
         Err(Error("a map key must be a string".into()))
     }
     fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Error> {
@@ -366,20 +367,15 @@ impl ser::Serializer for KeyOf {
     ) -> Result<Self::SerializeStructVariant, Error> {
         Err(Error("a map key must be a string".into()))
     }
-    fn collect_str<T: ?Sized + std::fmt::Display>(self, v: &T) -> Result<String, Error> {
-        Ok(v.to_string())
+    fn collect_str<T: ?Sized + std::fmt::Display>(self, v: &T) -> K<'js> {
+        self.atom(&v.to_string())
     }
 }
 
-/// A map entry as `JSON.parse` makes it: an own property even for `__proto__` (a plain
-/// assignment would set the prototype).
-fn entry<'js>(o: &Object<'js>, k: String, v: Value<'js>) -> Result<(), Error> {
-    if k == "__proto__" {
-        use rquickjs::object::Property;
-        o.prop(k, Property::from(v).writable().enumerable().configurable())?;
-    } else {
-        o.set(k, v)?;
-    }
+/// A property as `JSON.parse` makes it: defined, not assigned (an own data property even
+/// for `__proto__`, and no setter of `Object.prototype` runs); cheaper than a `set` too.
+fn entry<'js>(o: &Object<'js>, k: Atom<'js>, v: Value<'js>) -> Result<(), Error> {
+    o.prop(k, Property::from(v).writable().enumerable().configurable())?;
     Ok(())
 }
 
@@ -387,11 +383,14 @@ impl<'js> ser::SerializeMap for Map<'_, 'js> {
     type Ok = Value<'js>;
     type Error = Error;
     fn serialize_key<T: ?Sized + Serialize>(&mut self, k: &T) -> Result<(), Error> {
-        self.2 = Some(k.serialize(KeyOf)?);
+        self.2 = Some(k.serialize(KeyOf(self.0))?);
         Ok(())
     }
     fn serialize_value<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), Error> {
-        let k = self.2.take().unwrap_or_default();
+        let k = match self.2.take() {
+            Some(k) => k,
+            None => KeyOf(self.0).atom("")?,
+        };
         entry(&self.1, k, v.serialize(Js(self.0))?)
     }
     fn serialize_entry<K: ?Sized + Serialize, V: ?Sized + Serialize>(
@@ -399,7 +398,7 @@ impl<'js> ser::SerializeMap for Map<'_, 'js> {
         k: &K,
         v: &V,
     ) -> Result<(), Error> {
-        let k = k.serialize(KeyOf)?;
+        let k = k.serialize(KeyOf(self.0))?;
         entry(&self.1, k, v.serialize(Js(self.0))?)
     }
     fn end(self) -> R<'js> {
@@ -418,8 +417,8 @@ macro_rules! struct_impl {
                 k: &'static str,
                 v: &T,
             ) -> Result<(), Error> {
-                self.1.set(k, v.serialize(Js(self.0))?)?;
-                Ok(())
+                let k = KeyOf(self.0).atom(k)?;
+                entry(&self.1, k, v.serialize(Js(self.0))?)
             }
             fn end(self) -> R<'js> {
                 Ok(self.1.into_value())
