@@ -177,7 +177,7 @@ fn on_fault_check_the_address() {
         };
         assert_eq!(libc::sigaltstack(&ss, std::ptr::null_mut()), 0);
         let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = handler as usize;
+        sa.sa_sigaction = handler as *const () as usize;
         sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
         assert_eq!(libc::sigaction(libc::SIGSEGV, &sa, std::ptr::null_mut()), 0);
     }
