@@ -347,14 +347,7 @@ impl WsConn {
 
     /// Write what is queued, then wait for the next event or `deadline`.
     pub async fn next(&mut self, deadline: Option<Instant>) -> WsEvent {
-        let timed = deadline.is_some();
-        if let Some(d) = deadline {
-            let d = tokio::time::Instant::from(d);
-            if self.timer.deadline() != d {
-                // Cheap when later than the entry's slot: tokio only extends it.
-                self.timer.as_mut().reset(d);
-            }
-        }
+        let timed = self.arm(deadline);
         loop {
             tokio::select! {
                 biased;
@@ -384,10 +377,7 @@ impl WsConn {
                         Message::Close(frame) => {
                             // tungstenite queued the close reply: write it.
                             let _ = tokio::time::timeout(WRITE_WAIT, self.ws.flush()).await;
-                            let (code, reason) = frame
-                                .map(|f| (u16::from(f.code), f.reason.as_str().to_string()))
-                                .unwrap_or((1005, String::new()));
-                            return WsEvent::Closed { code, reason, error: None };
+                            return closed_by_peer(frame);
                         }
                         Message::Frame(_) => {}
                     },
@@ -395,6 +385,19 @@ impl WsConn {
                 _ = self.timer.as_mut(), if timed => return WsEvent::Timeout,
             }
         }
+    }
+
+    /// Point the connection's one timer at `deadline` (moved, not re-registered); whether
+    /// there is one to wait for.
+    fn arm(&mut self, deadline: Option<Instant>) -> bool {
+        if let Some(d) = deadline {
+            let d = tokio::time::Instant::from(d);
+            if self.timer.deadline() != d {
+                // Cheap when later than the entry's slot: tokio only extends it.
+                self.timer.as_mut().reset(d);
+            }
+        }
+        deadline.is_some()
     }
 
     /// Put a frame into the write buffer now, without waiting or writing (a script's handler
@@ -518,6 +521,18 @@ impl WsConn {
             reason: String::new(),
             error: Some(error),
         }
+    }
+}
+
+/// The event for a close frame the peer sent (1005 when it had no status, as RFC 6455 says).
+fn closed_by_peer(frame: Option<CloseFrame>) -> WsEvent {
+    let (code, reason) = frame
+        .map(|f| (u16::from(f.code), f.reason.as_str().to_string()))
+        .unwrap_or((1005, String::new()));
+    WsEvent::Closed {
+        code,
+        reason,
+        error: None,
     }
 }
 

@@ -21,13 +21,7 @@ pub enum Frame {
 impl WsConn {
     /// The next frame, or [`WsEvent::Timeout`] at `deadline`.
     pub async fn next_frame(&mut self, deadline: Option<Instant>) -> Frame {
-        let timed = deadline.is_some();
-        if let Some(d) = deadline {
-            let d = tokio::time::Instant::from(d);
-            if self.timer.deadline() != d {
-                self.timer.as_mut().reset(d);
-            }
-        }
+        let timed = self.arm(deadline);
         loop {
             let msg = tokio::select! {
                 biased;
@@ -67,16 +61,7 @@ impl WsConn {
                 // tungstenite queued the pong or the close reply: write it now.
                 let _ = tokio::time::timeout(WRITE_WAIT, self.ws.flush()).await;
                 Frame::Event(match m {
-                    Message::Close(frame) => {
-                        let (code, reason) = frame
-                            .map(|f| (u16::from(f.code), f.reason.as_str().to_string()))
-                            .unwrap_or((1005, String::new()));
-                        WsEvent::Closed {
-                            code,
-                            reason,
-                            error: None,
-                        }
-                    }
+                    Message::Close(frame) => super::closed_by_peer(frame),
                     _ => WsEvent::Ping,
                 })
             }
