@@ -254,13 +254,16 @@ pub fn run(
     })
 }
 
-/// The live series' offset before which every second is final: each running agent has sent
-/// its points up to there (done and lost agents send no more).
+/// The live series' offset before which every second is final: each agent not lost has sent
+/// its points up to there. A done agent counts with the seconds its snapshots reached: its
+/// last seconds came only in its final result, so they are sent from the merged result at
+/// the end (counting it as complete sent those seconds without its share, and never again).
+/// Lost agents send no more.
 fn complete_t(st: &State) -> u64 {
     let base_s = st.live.base_unix_s();
     st.agents
         .iter()
-        .filter(|a| a.active())
+        .filter(|a| a.lost_at.is_none())
         .map(|a| match a.started_unix_ms {
             Some(ms) => (ms / 1000 + a.next_t).saturating_sub(base_s),
             None => 0,
