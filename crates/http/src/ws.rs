@@ -540,8 +540,9 @@ fn closed_by_peer(frame: Option<CloseFrame>) -> WsEvent {
 mod tests {
     use super::*;
 
-    /// A connection to a fresh target's `/ws/echo`, with the runtime that must drive it.
-    fn echo() -> (
+    /// A connection to a fresh target's `/ws/echo`, with the runtime that must drive it
+    /// (also `frames`' tests).
+    pub(super) fn echo() -> (
         volley_testserver::RunningTarget,
         tokio::runtime::Runtime,
         WsConn,

@@ -72,7 +72,7 @@ impl WsConn {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{connect, ClientSettings, Prebuilt, WsRequest};
+    use super::super::Prebuilt;
     use super::*;
     use std::time::Duration;
 
@@ -81,17 +81,8 @@ mod tests {
     /// with nothing left `try_next_frame` returns None at once and `next_frame` times out.
     #[test]
     fn frames_already_read_are_taken_without_waiting() {
-        let t = volley_testserver::spawn(volley_testserver::TargetConfig::default()).unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let req = WsRequest {
-            url: format!("ws://{}/ws/echo", t.local_addr()),
-            ..WsRequest::default()
-        };
+        let (_t, rt, mut conn, _tx) = super::super::tests::echo();
         rt.block_on(async {
-            let (mut conn, _tx, _) = connect(&req, &ClientSettings::default()).await.unwrap();
             for i in 0..8 {
                 let m = Prebuilt::text(format!("m{i}"));
                 conn.send_prebuilt(&m, false).await.unwrap();
