@@ -29,6 +29,9 @@
 #   TOOLS ["k6 volley-run volley-ws"]
 #   BEFORE [unset] a second volley binary: adds the tools volley-run-before and
 #   volley-ws-before, run interleaved with the others (before/after in the same minutes)
+#   PROTO [unset] the bench/ws-proto binary (cargo build --release in bench/ws-proto): adds
+#   proto-epoll, proto-uring and proto-multishot, lean raw-socket clients of the same load
+#   (max and short modes only: one message in flight) -- the kernel's floor per message
 # Nothing leaves 127.0.0.1 (k6's usage report is off).
 set -eu
 
@@ -43,7 +46,7 @@ REPS=${REPS:-2}
 TOOL_CPU=${TOOL_CPU:-0}
 TARGET_CPU=${TARGET_CPU:-1}
 PORT=${PORT:-18390}
-TOOLS=${TOOLS:-"k6 volley-run volley-ws${BEFORE:+ volley-run-before volley-ws-before}"}
+TOOLS=${TOOLS:-"k6 volley-run volley-ws${BEFORE:+ volley-run-before volley-ws-before}${PROTO:+ proto-epoll proto-uring proto-multishot}"}
 MODES=${MODES:-"max short rate inflight"}
 INFLIGHT=${INFLIGHT:-"8 32"}
 # "inflight" stands for one mode per N.
@@ -130,6 +133,7 @@ if [ "${1:-}" = --table ]; then table "${2:?--table DIR}"; exit 0; fi
 mkdir -p "$OUT"
 cp "$VOLLEY" "$OUT/volley"
 if [ -n "${BEFORE:-}" ]; then cp "$BEFORE" "$OUT/volley-before"; fi
+if [ -n "${PROTO:-}" ]; then cp "$PROTO" "$OUT/ws-proto"; fi
 ulimit -n 65536 2>/dev/null || log "warning: could not raise the open-file limit"
 
 taskset -c "$TARGET_CPU" "$OUT/volley" target --listen "127.0.0.1:$PORT" --threads 1 \
@@ -148,6 +152,8 @@ one() {
   if [ "$mode" = rate ]; then send=$SEND_MS; q=(-q "$RATE"); fi
   case $mode in inflight*) n=${mode#inflight}; q=(--inflight "$n") ;; esac
   if [ "$mode" = short ]; then dur=1; fi
+  # The prototype knows one pace only: one message in flight.
+  case $tool:$mode in proto-*:max | proto-*:short) ;; proto-*) return 0 ;; esac
   local limit=$((dur + 120))
   case $tool in
     k6) set -- "$K6" run -q --no-usage-report --address 127.0.0.1:0 -e "WS=$WS" \
@@ -158,6 +164,10 @@ one() {
           --summary-export "$dir/export.json" \
           "$HERE/scripts/k6_ws_echo.js" ;;
     volley-ws*) set -- "$bin" ws "$WS" -c "$VUS" -z "${dur}s" -m "$MSG" "${q[@]}" --json ;;
+    proto-epoll) set -- "$OUT/ws-proto" "127.0.0.1:$PORT" -c "$VUS" -z "$dur" -m "$MSG" --io epoll ;;
+    proto-uring) set -- "$OUT/ws-proto" "127.0.0.1:$PORT" -c "$VUS" -z "$dur" -m "$MSG" --io uring ;;
+    proto-multishot) set -- "$OUT/ws-proto" "127.0.0.1:$PORT" -c "$VUS" -z "$dur" -m "$MSG" \
+          --io uring --multishot ;;
   esac
   log "$mode $tool rep $rep: $*"
   timeout -s INT -k 5 "$limit" taskset -c "$TOOL_CPU" \
@@ -165,7 +175,7 @@ one() {
   python3 - "$dir" "$tool" <<'PY'
 import json, sys
 d, tool = sys.argv[1], sys.argv[2]
-if tool.startswith("volley-ws"):
+if tool.startswith("volley-ws") or tool.startswith("proto-"):
     n = json.load(open(d + "/stdout"))["messages_received"]
 else:
     n = json.load(open(d + "/export.json"))["metrics"]["ws_msgs_received"]["count"]
