@@ -8,7 +8,8 @@
 //!                (the syscalls `volley ws` makes, without tokio and tungstenite);
 //!   --io uring   one `submit_and_wait` per turn: every send and re-armed recv of the turn go
 //!                in one submission; `--multishot` arms one multishot recv per connection
-//!                (provided buffers) instead of one recv per message.
+//!                (provided buffers) instead of one recv per message; `--defer` sets up the
+//!                ring with SINGLE_ISSUER | DEFER_TASKRUN (completions run on entering it).
 //!
 //! Layout: this file only (arguments, handshake, frames, both loops). A measuring tool, not
 //! shipped: no TLS, the upgrade's accept key is not checked, messages up to 125 bytes.
@@ -35,6 +36,8 @@ struct Args {
     dur: Duration,
     uring: bool,
     multishot: bool,
+    /// IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN (kernel 6.1+).
+    defer: bool,
     msg: Vec<u8>,
 }
 
@@ -46,6 +49,7 @@ fn args() -> Result<Args, String> {
         dur: Duration::from_secs(10),
         uring: true,
         multishot: false,
+        defer: false,
         msg: b"0123456789abcdef0123456789abcdef".to_vec(),
     };
     let mut it = std::env::args().skip(1);
@@ -58,8 +62,9 @@ fn args() -> Result<Args, String> {
             "--path" => a.path = v()?,
             "--io" => a.uring = v()? == "uring",
             "--multishot" => a.multishot = true,
+            "--defer" => a.defer = true,
             _ if a.addr.is_empty() && !k.starts_with('-') => a.addr = k,
-            _ => return Err(format!("unknown argument {k} (usage: ws-proto HOST:PORT [-c N] [-z SECS] [-m MSG] [--path P] [--io uring|epoll] [--multishot])")),
+            _ => return Err(format!("unknown argument {k} (usage: ws-proto HOST:PORT [-c N] [-z SECS] [-m MSG] [--path P] [--io uring|epoll] [--multishot] [--defer])")),
         }
     }
     if a.addr.is_empty() || a.msg.len() > 125 || a.conns == 0 {
@@ -310,7 +315,14 @@ fn run_uring(
     st: &mut Stats,
 ) -> Result<(), String> {
     let entries = (conns.len() * 2 + 64).next_power_of_two().min(32768) as u32;
-    let mut ring = IoUring::new(entries).map_err(|e| format!("io_uring_setup: {e}"))?;
+    let mut b = IoUring::builder();
+    if a.defer {
+        // Completions are run when this thread enters the ring, not by interrupting it.
+        b.setup_single_issuer().setup_defer_taskrun();
+    }
+    let mut ring = b
+        .build(entries)
+        .map_err(|e| format!("io_uring_setup: {e}"))?;
     let mut pbufs = vec![0u8; PBUF_COUNT as usize * PBUF_SIZE];
     let mut sqes: Vec<squeue::Entry> = Vec::with_capacity(entries as usize);
     if a.multishot {
@@ -487,7 +499,13 @@ fn main() {
     println!(
         "{{\"io\":\"{}\",\"messages_sent\":{},\"messages_received\":{},\"unmatched\":{},\"errors\":{},\
          \"rtt_p50_us\":{},\"rtt_p99_us\":{},\"cpu_s\":{:.3},\"msgs_per_cpu_s\":{:.0}}}",
-        if !a.uring { "epoll" } else if a.multishot { "uring-multishot" } else { "uring" },
+        match (a.uring, a.multishot, a.defer) {
+            (false, ..) => "epoll",
+            (true, false, false) => "uring",
+            (true, true, false) => "uring-multishot",
+            (true, false, true) => "uring-defer",
+            (true, true, true) => "uring-multishot-defer",
+        },
         st.sent,
         st.received,
         st.unmatched,
@@ -497,4 +515,59 @@ fn main() {
         cpu,
         st.received as f64 / cpu.max(1e-9)
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn() -> (Conn, std::net::TcpListener) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let sock = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let c = Conn {
+            sock,
+            inbuf: Vec::new(),
+            out: Vec::new(),
+            sent: Instant::now(),
+            waiting: true,
+            alive: true,
+            rbuf: Vec::new(),
+        };
+        (c, l)
+    }
+
+    #[test]
+    fn frames_are_masked_and_echoes_split_across_reads_are_matched_once() {
+        let (mut c, _l) = conn();
+        frame(&mut c, b"hello", [1, 2, 3, 4]);
+        assert_eq!(&c.out[..6], &[0x81, 0x85, 1, 2, 3, 4]);
+        let unmasked: Vec<u8> = c.out[6..]
+            .iter()
+            .enumerate()
+            .map(|(i, b)| b ^ [1, 2, 3, 4][i & 3])
+            .collect();
+        assert_eq!(unmasked, b"hello");
+        let mut st = Stats {
+            hist: vec![0; HIST_US],
+            ..Stats::default()
+        };
+        let echo = [&[0x81u8, 5][..], b"hello"].concat();
+        // Half a frame: nothing yet; the rest: one echo.
+        assert!(!on_bytes(&mut c, &echo[..4], b"hello", &mut st));
+        assert!(on_bytes(&mut c, &echo[4..], b"hello", &mut st));
+        assert_eq!((st.received, st.unmatched), (1, 0));
+        // A second copy while nothing is outstanding, and a different message: unmatched.
+        let other = [&[0x81u8, 3][..], b"bye"].concat();
+        assert!(!on_bytes(
+            &mut c,
+            &[echo.clone(), other].concat(),
+            b"hello",
+            &mut st
+        ));
+        assert_eq!((st.received, st.unmatched), (1, 2));
+        assert!(c.alive && c.inbuf.is_empty());
+        // A close frame ends the connection.
+        assert!(!on_bytes(&mut c, &[0x88, 0], b"hello", &mut st));
+        assert!(!c.alive);
+    }
 }
