@@ -30,9 +30,10 @@
 #   BEFORE [unset] a second volley binary: adds the tools volley-run-before and
 #   volley-ws-before, run interleaved with the others (before/after in the same minutes)
 #   PROTO [unset] the bench/ws-proto binary (cargo build --release in bench/ws-proto): adds
-#   proto-epoll, proto-uring, proto-defer (io_uring with DEFER_TASKRUN) and proto-multishot
-#   (multishot recv, DEFER_TASKRUN), lean raw-socket clients of the same load (max and short
-#   modes only: one message in flight) -- the kernel's floor per message
+#   proto-epoll, proto-tokio (the same loop as tokio tasks), proto-uring, proto-defer (io_uring
+#   with DEFER_TASKRUN) and proto-multishot (multishot recv, DEFER_TASKRUN): lean raw-socket
+#   clients of the same load (max and short modes only: one message in flight) -- the
+#   kernel's floor per message, and what a runtime alone adds to it
 # Nothing leaves 127.0.0.1 (k6's usage report is off).
 set -eu
 
@@ -47,7 +48,7 @@ REPS=${REPS:-2}
 TOOL_CPU=${TOOL_CPU:-0}
 TARGET_CPU=${TARGET_CPU:-1}
 PORT=${PORT:-18390}
-TOOLS=${TOOLS:-"k6 volley-run volley-ws${BEFORE:+ volley-run-before volley-ws-before}${PROTO:+ proto-epoll proto-uring proto-defer proto-multishot}"}
+TOOLS=${TOOLS:-"k6 volley-run volley-ws${BEFORE:+ volley-run-before volley-ws-before}${PROTO:+ proto-epoll proto-tokio proto-uring proto-defer proto-multishot}"}
 MODES=${MODES:-"max short rate inflight"}
 INFLIGHT=${INFLIGHT:-"8 32"}
 # "inflight" stands for one mode per N.
@@ -167,6 +168,7 @@ one() {
     volley-ws*) set -- "$bin" ws "$WS" -c "$VUS" -z "${dur}s" -m "$MSG" "${q[@]}" --json ;;
     proto-epoll) set -- "$OUT/ws-proto" "127.0.0.1:$PORT" -c "$VUS" -z "$dur" -m "$MSG" --io epoll ;;
     proto-uring) set -- "$OUT/ws-proto" "127.0.0.1:$PORT" -c "$VUS" -z "$dur" -m "$MSG" --io uring ;;
+    proto-tokio) set -- "$OUT/ws-proto" "127.0.0.1:$PORT" -c "$VUS" -z "$dur" -m "$MSG" --io tokio ;;
     proto-defer) set -- "$OUT/ws-proto" "127.0.0.1:$PORT" -c "$VUS" -z "$dur" -m "$MSG" \
           --io uring --defer ;;
     proto-multishot) set -- "$OUT/ws-proto" "127.0.0.1:$PORT" -c "$VUS" -z "$dur" -m "$MSG" \

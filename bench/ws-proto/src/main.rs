@@ -9,9 +9,11 @@
 //!   --io uring   one `submit_and_wait` per turn: every send and re-armed recv of the turn go
 //!                in one submission; `--multishot` arms one multishot recv per connection
 //!                (provided buffers) instead of one recv per message; `--defer` sets up the
-//!                ring with SINGLE_ISSUER | DEFER_TASKRUN (completions run on entering it).
+//!                ring with SINGLE_ISSUER | DEFER_TASKRUN (completions run on entering it);
+//!   --io tokio   one task per connection on a current-thread tokio runtime (the runtime
+//!                `volley ws` uses), the same framing: what the runtime alone costs.
 //!
-//! Layout: this file only (arguments, handshake, frames, both loops). A measuring tool, not
+//! Layout: this file only (arguments, handshake, frames, the three loops). A measuring tool, not
 //! shipped: no TLS, the upgrade's accept key is not checked, messages up to 125 bytes.
 
 use io_uring::{opcode, squeue, types, IoUring};
@@ -35,6 +37,7 @@ struct Args {
     conns: usize,
     dur: Duration,
     uring: bool,
+    tokio: bool,
     multishot: bool,
     /// IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN (kernel 6.1+).
     defer: bool,
@@ -48,6 +51,7 @@ fn args() -> Result<Args, String> {
         conns: 1000,
         dur: Duration::from_secs(10),
         uring: true,
+        tokio: false,
         multishot: false,
         defer: false,
         msg: b"0123456789abcdef0123456789abcdef".to_vec(),
@@ -60,11 +64,15 @@ fn args() -> Result<Args, String> {
             "-z" => a.dur = Duration::from_secs_f64(v()?.parse().map_err(|e| format!("-z: {e}"))?),
             "-m" => a.msg = v()?.into_bytes(),
             "--path" => a.path = v()?,
-            "--io" => a.uring = v()? == "uring",
+            "--io" => {
+                let io = v()?;
+                a.uring = io == "uring";
+                a.tokio = io == "tokio";
+            }
             "--multishot" => a.multishot = true,
             "--defer" => a.defer = true,
             _ if a.addr.is_empty() && !k.starts_with('-') => a.addr = k,
-            _ => return Err(format!("unknown argument {k} (usage: ws-proto HOST:PORT [-c N] [-z SECS] [-m MSG] [--path P] [--io uring|epoll] [--multishot] [--defer])")),
+            _ => return Err(format!("unknown argument {k} (usage: ws-proto HOST:PORT [-c N] [-z SECS] [-m MSG] [--path P] [--io uring|epoll|tokio] [--multishot] [--defer])")),
         }
     }
     if a.addr.is_empty() || a.msg.len() > 125 || a.conns == 0 {
@@ -457,6 +465,95 @@ fn arm_recv(c: &mut Conn, i: usize, multishot: bool) -> squeue::Entry {
         .user_data(ud)
 }
 
+/// tokio: one task per connection on one thread; each waits for its echo, then sends.
+fn run_tokio(
+    conns: &mut [Conn],
+    a: &Args,
+    clock: &mut Clock,
+    st: &mut Stats,
+) -> Result<(), String> {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let shared = Rc::new(RefCell::new((
+        std::mem::take(st),
+        Clock {
+            end: clock.end,
+            rng: clock.rng,
+        },
+    )));
+    let msg: Rc<[u8]> = a.msg.clone().into();
+    let local = tokio::task::LocalSet::new();
+    for c in conns.iter_mut() {
+        let std_sock = c.sock.try_clone().map_err(|e| e.to_string())?;
+        let mut c = Conn {
+            sock: std_sock,
+            inbuf: Vec::new(),
+            out: Vec::new(),
+            sent: Instant::now(),
+            waiting: false,
+            alive: true,
+            rbuf: vec![0u8; 512],
+        };
+        let (shared, msg) = (shared.clone(), msg.clone());
+        local.spawn_local(async move {
+            // A second handle on the socket for tokio; `c` keeps the frame buffers.
+            let Ok(mut sock) = c.sock.try_clone().and_then(tokio::net::TcpStream::from_std) else {
+                shared.borrow_mut().0.errors += 1;
+                return;
+            };
+            let mut rbuf = std::mem::take(&mut c.rbuf);
+            loop {
+                {
+                    let (st, clock) = &mut *shared.borrow_mut();
+                    if !clock.sending() {
+                        return;
+                    }
+                    frame(&mut c, &msg, clock.mask());
+                    c.sent = Instant::now();
+                    c.waiting = true;
+                    st.sent += 1;
+                }
+                if sock.write_all(&c.out).await.is_err() {
+                    shared.borrow_mut().0.errors += 1;
+                    return;
+                }
+                loop {
+                    // No timer per read (volley keeps one per connection; the run has one).
+                    let n = match sock.read(&mut rbuf).await {
+                        Ok(n) if n > 0 => n,
+                        _ => {
+                            shared.borrow_mut().0.errors += 1;
+                            return;
+                        }
+                    };
+                    let echoed = on_bytes(&mut c, &rbuf[..n], &msg, &mut shared.borrow_mut().0);
+                    if !c.alive {
+                        return;
+                    }
+                    if echoed {
+                        break;
+                    }
+                }
+            }
+        });
+    }
+    // Echoes still out at the end get the grace, then the tasks are dropped.
+    let until = tokio::time::Instant::from_std(clock.end + GRACE);
+    rt.block_on(local.run_until(async move { tokio::time::sleep_until(until).await }));
+    drop(local);
+    let (s, _) = Rc::try_unwrap(shared)
+        .map_err(|_| "tasks still hold the stats")?
+        .into_inner();
+    *st = s;
+    Ok(())
+}
+
 fn cpu_seconds() -> f64 {
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
@@ -490,7 +587,11 @@ fn main() {
         end: Instant::now() + a.dur,
         rng: 0x9e37_79b9_7f4a_7c15,
     };
-    let run = if a.uring { run_uring } else { run_epoll };
+    let run = match (a.tokio, a.uring) {
+        (true, _) => run_tokio,
+        (_, true) => run_uring,
+        _ => run_epoll,
+    };
     if let Err(e) = run(&mut conns, &a, &mut clock, &mut st) {
         eprintln!("ws-proto: {e}");
         std::process::exit(1);
@@ -500,6 +601,7 @@ fn main() {
         "{{\"io\":\"{}\",\"messages_sent\":{},\"messages_received\":{},\"unmatched\":{},\"errors\":{},\
          \"rtt_p50_us\":{},\"rtt_p99_us\":{},\"cpu_s\":{:.3},\"msgs_per_cpu_s\":{:.0}}}",
         match (a.uring, a.multishot, a.defer) {
+            _ if a.tokio => "tokio",
             (false, ..) => "epoll",
             (true, false, false) => "uring",
             (true, true, false) => "uring-multishot",
