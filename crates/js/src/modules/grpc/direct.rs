@@ -151,7 +151,6 @@ fn value<'js>(ctx: &Ctx<'js>, v: &PValue, kind: &Kind, fill: bool) -> R<'js> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use volley_grpc::prost_reflect::prost::Message as _;
     use volley_grpc::prost_reflect::{DescriptorPool, MessageDescriptor};
 
     /// Every kind of field: scalars of each type, enums (known and unknown numbers), bytes,
@@ -214,36 +213,37 @@ mod tests {
             "list":[1,[2]]}"#,
     ];
 
-    #[test]
-    fn direct_walk_matches_the_serde_route_on_every_kind_of_field() {
+    fn text<'js>(ctx: &Ctx<'js>, v: Value<'js>) -> String {
+        ctx.json_stringify(v).unwrap().unwrap().to_string().unwrap()
+    }
+
+    /// `f` in a fresh JS context, with `case` encoded and decoded as a `t.All`.
+    fn with_case(case: &str, f: impl for<'js> FnOnce(Ctx<'js>, DynamicMessage)) {
         let d = desc();
+        let bytes = volley_grpc::json::encode(&d, case).unwrap();
+        let msg = DynamicMessage::decode(d, bytes.as_slice()).unwrap();
         let rt = rquickjs::Runtime::new().unwrap();
         let cx = rquickjs::Context::full(&rt).unwrap();
-        cx.with(|ctx| {
-            for (i, case) in CASES.iter().enumerate() {
-                let bytes = volley_grpc::json::encode(&d, case).unwrap();
-                let msg = DynamicMessage::decode(d.clone(), bytes.as_slice()).unwrap();
+        cx.with(|ctx| f(ctx, msg));
+    }
+
+    #[test]
+    fn direct_walk_matches_the_serde_route_on_every_kind_of_field() {
+        for (i, case) in CASES.iter().enumerate() {
+            with_case(case, |ctx, msg| {
                 let old = to_js::message(&ctx, &msg).unwrap();
                 let new = message(&ctx, &msg).unwrap();
-                let text = |v: Value| -> String {
-                    ctx.json_stringify(v).unwrap().unwrap().to_string().unwrap()
-                };
-                let (old, new) = (text(old), text(new));
+                let (old, new) = (text(&ctx, old), text(&ctx, new));
                 assert_eq!(new, old, "case {i}: {case}");
                 // Not vacuous: each case shows its fields (nulls for unset messages too).
                 assert!(new.contains("\"unsetInner\":null"), "case {i}: {new}");
-            }
-        });
+            });
+        }
     }
 
     #[test]
     fn key_order_types_and_nulls_as_k6_shows_them() {
-        let d = desc();
-        let rt = rquickjs::Runtime::new().unwrap();
-        let cx = rquickjs::Context::full(&rt).unwrap();
-        cx.with(|ctx| {
-            let bytes = volley_grpc::json::encode(&d, CASES[1]).unwrap();
-            let msg = DynamicMessage::decode(d.clone(), bytes.as_slice()).unwrap();
+        with_case(CASES[1], |ctx, msg| {
             let v = message(&ctx, &msg).unwrap();
             let o = v.as_object().unwrap();
             let keys: Vec<String> = o.keys::<String>().map(|k| k.unwrap()).collect();
