@@ -54,10 +54,17 @@ impl Default for ConnectOptions {
     }
 }
 
-/// One connection; cheap to clone (clones share it).
+/// One connection; cheap to clone (clones share it: one reference count, not h2's
+/// handle, whose clone and drop each lock the connection's stream table).
 #[derive(Clone)]
 pub struct Conn {
+    i: Arc<Inner>,
+}
+
+struct Inner {
     send: SendRequest<Bytes>,
+    /// Unary calls' deadlines.
+    timer: crate::deadline::Timer,
     meter: WireMeter,
     scheme: &'static str,
     authority: String,
@@ -134,8 +141,9 @@ pub async fn connect(addr: &str, opts: &ConnectOptions) -> Result<(Conn, H2Drive
         .user_agent
         .as_deref()
         .unwrap_or(concat!("volley-grpc/", env!("CARGO_PKG_VERSION")));
-    let conn = Conn {
+    let conn = Inner {
         send: h2.h2_sender(),
+        timer: Default::default(),
         meter: h2.wire_meter(),
         scheme,
         authority: opts.authority.clone().unwrap_or(target.authority.clone()),
@@ -148,7 +156,7 @@ pub async fn connect(addr: &str, opts: &ConnectOptions) -> Result<(Conn, H2Drive
         max_send: opts.max_send,
         remote,
     };
-    Ok((conn, driver))
+    Ok((Conn { i: Arc::new(conn) }, driver))
 }
 
 fn dial_error(addr: &str, msg: &str) -> String {
@@ -159,11 +167,11 @@ fn dial_error(addr: &str, msg: &str) -> String {
 impl Conn {
     /// Raw bytes (sent, received) on the socket so far, TLS included.
     pub fn wire_bytes(&self) -> (u64, u64) {
-        self.meter.get()
+        self.i.meter.get()
     }
 
     pub fn remote(&self) -> SocketAddr {
-        self.remote
+        self.i.remote
     }
 
     fn request(
@@ -172,14 +180,14 @@ impl Conn {
         md: &Metadata,
         timeout: Option<Duration>,
     ) -> Result<Request<()>, String> {
-        let uri = format!("{}://{}{}", self.scheme, self.authority, path);
+        let uri = format!("{}://{}{}", self.i.scheme, self.i.authority, path);
         let mut req = Request::post(uri)
             .body(())
             .map_err(|e| format!("invalid method path {path:?}: {e}"))?;
         let h: &mut HeaderMap = req.headers_mut();
         h.insert("content-type", HeaderValue::from_static("application/grpc"));
         h.insert("te", HeaderValue::from_static("trailers"));
-        h.insert("user-agent", self.user_agent.clone());
+        h.insert("user-agent", self.i.user_agent.clone());
         if let Some(t) = timeout {
             if let Ok(v) = HeaderValue::from_str(&status::timeout_header(t)) {
                 h.insert("grpc-timeout", v);
@@ -210,13 +218,13 @@ impl Conn {
 
     /// A message over `maxSendSize` fails the call (RESOURCE_EXHAUSTED), as in grpc-go.
     fn too_large(&self, msg: &[u8]) -> Option<Reply> {
-        (self.max_send > 0 && msg.len() > self.max_send).then(|| {
+        (self.i.max_send > 0 && msg.len() > self.i.max_send).then(|| {
             Reply::failed(
                 RESOURCE_EXHAUSTED,
                 format!(
                     "trying to send message larger than max ({} vs. {})",
                     msg.len(),
-                    self.max_send
+                    self.i.max_send
                 ),
             )
         })
@@ -247,15 +255,20 @@ impl Conn {
         *req.uri_mut() = head.uri;
         *req.headers_mut() = head.headers;
         let call = async {
-            let mut send = self.send.clone().ready().await.map_err(transport)?;
+            let mut send = self.i.send.clone().ready().await.map_err(transport)?;
             let (resp, mut tx) = send.send_request(req, false).map_err(transport)?;
             tx.send_data(framed, true).map_err(transport)?;
             let resp = resp.await.map_err(transport)?;
-            Ok::<_, Reply>(read_reply(resp, self.max_receive, true, None).await)
+            Ok::<_, Reply>(read_reply(resp, self.i.max_receive, true, None).await)
         };
-        match tokio::time::timeout(head.timeout, call).await {
-            Ok(Ok(r)) | Ok(Err(r)) => r,
-            Err(_) => Reply::failed(DEADLINE_EXCEEDED, "context deadline exceeded"),
+        // As `tokio::time::timeout`: a deadline too far to represent is none.
+        let out = match tokio::time::Instant::now().checked_add(head.timeout) {
+            Some(deadline) => self.i.timer.within(deadline, call).await,
+            None => Some(call.await),
+        };
+        match out {
+            Some(Ok(r)) | Some(Err(r)) => r,
+            None => Reply::failed(DEADLINE_EXCEEDED, "context deadline exceeded"),
         }
     }
 
@@ -301,7 +314,7 @@ impl Conn {
         mut cmds: mpsc::UnboundedReceiver<Cmd>,
         events: &mpsc::UnboundedSender<Event>,
     ) -> Reply {
-        let mut send = match self.send.clone().ready().await {
+        let mut send = match self.i.send.clone().ready().await {
             Ok(s) => s,
             Err(e) => return transport(e),
         };
@@ -336,7 +349,7 @@ impl Conn {
                 Ok(r) => r,
                 Err(e) => return transport(e),
             };
-            read_reply(resp, self.max_receive, false, Some(events)).await
+            read_reply(resp, self.i.max_receive, false, Some(events)).await
         };
         tokio::select! {
             r = reader => r,

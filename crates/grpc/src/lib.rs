@@ -16,6 +16,8 @@
 //!   server's answers from a pool, and building a pool from a server's answers.
 //! - `call` (feature `client`): connecting (h2c or TLS with ALPN `h2`, over volley-http's
 //!   counted transport), unary calls and client/server/bidi streams on raw `h2` streams.
+//! - `deadline` (feature `client`): unary calls' deadlines on one reusable timer per
+//!   connection.
 //! - `tls` (feature `client`): `connect`'s `tls` param (client certificate, CA PEM strings)
 //!   as a rustls client config, with k6's error texts.
 //! - `quick` (feature `client`): what `volley grpc` resolves once before its run (method,
@@ -23,6 +25,8 @@
 
 #[cfg(feature = "client")]
 pub mod call;
+#[cfg(feature = "client")]
+mod deadline;
 pub mod frame;
 pub mod health;
 pub mod json;

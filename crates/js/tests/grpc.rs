@@ -126,6 +126,18 @@ fn repeated_calls_keep_metadata_timeouts_and_request_errors_per_call() {
     assert_eq!(samples(r, "grpc_req_duration", &[("status", "4")]), 4);
 }
 
+#[test]
+fn response_headers_trailers_errors_and_messages_keep_their_exact_shape() {
+    let t = target();
+    let out = run("grpc_metadata.js", &t);
+    let r = &out.result;
+    assert!(r.metrics_named("iteration_errors").next().is_none());
+    assert_eq!(check_names(&out).len(), 4);
+    assert_eq!(rate(r, "checks", &[]), (8, 8));
+    assert_eq!(samples(r, "grpc_req_duration", &[]), 8);
+    assert_eq!(samples(r, "grpc_req_duration", &[("status", "5")]), 2);
+}
+
 /// A Python grpcio server (tests/peers/grpc_server.py) on loopback; `None` (skip) when
 /// `python3 -c 'import grpc, grpc_reflection'` fails.
 struct Peer {

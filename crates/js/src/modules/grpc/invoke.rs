@@ -6,7 +6,7 @@
 //! The request object is encoded from `JSON.stringify` text (the last text's framed bytes
 //! are kept per method: load tests repeat requests); a call without metadata reuses the
 //! method's request head (URI and headers, built once). The response becomes a JS object
-//! straight from the decoded message (`to_js`).
+//! straight from the decoded message (`direct`).
 
 use super::*;
 use bytes::Bytes;
@@ -178,20 +178,34 @@ pub(super) fn error_obj<'js>(
     Ok(e)
 }
 
+/// `{key: [values...]}` in the order keys first come. A property is defined, not assigned,
+/// as `JSON.parse` does (cheaper, and a `constructor` or `__proto__` key is an own one).
 fn metadata_obj<'js>(ctx: &Ctx<'js>, md: &Metadata) -> rquickjs::Result<Object<'js>> {
     let o = Object::new(ctx.clone())?;
+    // (key, its array, length): a key's values come together from a HeaderMap, but a key
+    // seen again later still joins its array. No allocation for an empty list.
+    let mut arrays: Vec<(&str, Array<'js>, usize)> = Vec::new();
     for (k, v) in md {
-        let arr: Array = match o.get::<_, Option<Array>>(k.as_str())? {
-            Some(a) => a,
-            None => {
-                let a = Array::new(ctx.clone())?;
-                o.set(k.as_str(), a.clone())?;
-                a
-            }
+        let text = match std::str::from_utf8(v) {
+            Ok(s) => rquickjs::String::from_str(ctx.clone(), s)?,
+            Err(_) => rquickjs::String::from_str(ctx.clone(), &String::from_utf8_lossy(v))?,
         };
-        arr.set(arr.len(), String::from_utf8_lossy(v).into_owned())?;
+        if let Some(e) = arrays.iter_mut().find(|e| e.0 == k) {
+            e.1.set(e.2, text)?;
+            e.2 += 1;
+            continue;
+        }
+        let a = Array::new(ctx.clone())?;
+        a.set(0, text)?;
+        define(&o, k, a.clone().into_value())?;
+        arrays.push((k, a, 1));
     }
     Ok(o)
+}
+
+fn define<'js>(o: &Object<'js>, k: &str, v: Value<'js>) -> rquickjs::Result<()> {
+    use rquickjs::object::Property;
+    o.prop(k, Property::from(v).writable().enumerable().configurable())
 }
 
 /// Protobuf bytes of type `desc` → the JS value of `response.message` (k6's protojson).
@@ -202,7 +216,7 @@ pub(super) fn message_value<'js>(
 ) -> Result<Value<'js>, String> {
     let msg = DynamicMessage::decode(desc.clone(), bytes)
         .map_err(|e| format!("failed to unmarshal the message: {e}"))?;
-    super::to_js::message(ctx, &msg)
+    super::direct::message(ctx, &msg)
 }
 
 /// The JS response: `{status, message, headers, trailers, error}` as k6 shapes it.
@@ -213,7 +227,7 @@ fn response<'js>(
     discard: bool,
 ) -> rquickjs::Result<Value<'js>> {
     let o = Object::new(ctx.clone())?;
-    o.set("status", r.status)?;
+    define(&o, "status", rquickjs::IntoJs::into_js(r.status, ctx)?)?;
     // k6 converts the response message even when the call failed (then: all defaults).
     let message = if discard {
         Value::new_null(ctx.clone())
@@ -226,14 +240,15 @@ fn response<'js>(
             )
         })?
     };
-    o.set("message", message)?;
-    o.set("headers", metadata_obj(ctx, &r.headers)?)?;
-    o.set("trailers", metadata_obj(ctx, &r.trailers)?)?;
-    if r.status == status::OK {
-        o.set("error", Value::new_null(ctx.clone()))?;
+    define(&o, "message", message)?;
+    define(&o, "headers", metadata_obj(ctx, &r.headers)?.into_value())?;
+    define(&o, "trailers", metadata_obj(ctx, &r.trailers)?.into_value())?;
+    let error = if r.status == status::OK {
+        Value::new_null(ctx.clone())
     } else {
-        o.set("error", error_obj(ctx, r.status, &r.message)?)?;
-    }
+        error_obj(ctx, r.status, &r.message)?.into_value()
+    };
+    define(&o, "error", error)?;
     Ok(o.into_value())
 }
 

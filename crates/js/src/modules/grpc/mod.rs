@@ -14,8 +14,9 @@
 //! `url`, `status`), `grpc_streams`, `grpc_streams_msgs_sent`, `grpc_streams_msgs_received`,
 //! and `data_sent`/`data_received` from the connection's wire counters.
 //!
-//! Layout: this file holds the clients (load, connect, invoke) and the natives; `stream`
-//! holds `grpc.Stream`.
+//! Layout: this file holds the clients (load, connect, invoke) and the natives; `invoke`
+//! unary calls and the response object; `stream` holds `grpc.Stream`; `direct` turns a
+//! decoded message into JS values (`to_js`, the serde route, for well-known types).
 
 use crate::event_loop::{self, Continue, Next, OpFuture};
 use crate::modules::{bytes_of, throw};
@@ -33,6 +34,7 @@ use volley_grpc::prost_reflect::DescriptorPool;
 use volley_grpc::{json, proto, status};
 use volley_metrics::{names, Handle, MetricKey, MetricKind, TagSet, Unit};
 
+mod direct;
 mod invoke;
 mod stream;
 mod to_js;

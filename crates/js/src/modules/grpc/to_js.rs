@@ -1,10 +1,10 @@
-//! A protobuf message straight to a JS value: a serde `Serializer` that builds QuickJS
+//! A protobuf message to a JS value through serde: a `Serializer` that builds QuickJS
 //! objects, driven by prost-reflect's protojson serialisation (so k6's conventions — names,
 //! 64-bit integers as strings, enums by name, base64 bytes, well-known types — are exactly
 //! volley-grpc's `json` module's), then protojson's `null`s for unset message fields.
 //!
-//! Why: the JSON text route (serde_json `Value` → string → `JSON.parse`) allocated every key
-//! and value three times per response; this builds each once.
+//! Responses take the faster descriptor walk (`direct`); this route remains for well-known
+//! types and extensions, and as the reference `direct`'s table test compares against.
 
 use rquickjs::object::Property;
 use rquickjs::{Array, Atom, Ctx, Object, Value};
@@ -15,12 +15,16 @@ use volley_grpc::prost_reflect::{
 
 /// `msg` as k6 shows `response.message`.
 pub(super) fn message<'js>(ctx: &Ctx<'js>, msg: &DynamicMessage) -> Result<Value<'js>, String> {
-    let opts = SerializeOptions::new().skip_default_fields(false);
-    let v = msg
-        .serialize_with_options(Js(ctx), &opts)
-        .map_err(|e| format!("failed to marshal the message: {}", e.0))?;
+    let v = serialized(ctx, msg)?;
     fill_nulls(&msg.descriptor(), &v).map_err(|e| e.to_string())?;
     Ok(v)
+}
+
+/// `msg` as prost-reflect's protojson writes it (no `null`s added).
+pub(super) fn serialized<'js>(ctx: &Ctx<'js>, msg: &DynamicMessage) -> Result<Value<'js>, String> {
+    let opts = SerializeOptions::new().skip_default_fields(false);
+    msg.serialize_with_options(Js(ctx), &opts)
+        .map_err(|e| format!("failed to marshal the message: {}", e.0))
 }
 
 /// protojson's `EmitUnpopulated` writes unset message fields as `null` (oneof members and
