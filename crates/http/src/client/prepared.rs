@@ -160,6 +160,9 @@ impl Prepared {
         if cacheable {
             if self.series.len() >= SERIES_MAX {
                 self.series.remove(0);
+            } else if self.series.len() == self.series.capacity() {
+                // One series per request is the usual case: room for 1, then 2, 4...
+                self.series.reserve_exact(self.series.len().max(1));
             }
             self.series
                 .push((group, status, expected, err, h, raw.clone()));
@@ -204,6 +207,11 @@ impl PreparedTable {
         self.made += 1;
         p.id = self.made;
         if self.slots.len() < PREPARED_MAX {
+            // Grow 1, 2, 4...: a Vec's first push makes room for 4 (1.4 KB), and most VUs
+            // keep one or two requests for their whole life (docs/vus.md, "Outside QuickJS").
+            if self.slots.len() == self.slots.capacity() {
+                self.slots.reserve_exact(self.slots.len().max(1));
+            }
             self.slots.push(p);
             self.slots.len() - 1
         } else {
