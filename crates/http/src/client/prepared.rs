@@ -246,4 +246,22 @@ mod tests {
         }
         assert_eq!(t.slots.len(), PREPARED_MAX);
     }
+
+    /// A VU that repeats one request keeps room for one prepared request, not four
+    /// (352 bytes each, for every VU's whole life); more grow by doubling, up to the bound.
+    #[test]
+    fn one_request_takes_one_slot_and_more_double() {
+        let mut t = PreparedTable::default();
+        t.prepare("GET", "http://h:1/a", &[], &[]);
+        t.prepare("GET", "http://h:1/a", &[], &[]);
+        assert_eq!(t.slots.capacity(), 1);
+        for n in 0..4 {
+            t.prepare("GET", &format!("http://h:1/{n}"), &[], &[]);
+        }
+        assert_eq!((t.slots.len(), t.slots.capacity()), (5, 8));
+        for n in 0..2 * PREPARED_MAX {
+            t.prepare("GET", &format!("http://h:2/{n}"), &[], &[]);
+        }
+        assert_eq!(t.slots.capacity(), PREPARED_MAX);
+    }
 }
