@@ -121,11 +121,7 @@ mod tests {
             .collect();
         rt.run_gc();
         let after = m.live();
-        let (blocks, asked, usable) = (
-            after.0 - before.0,
-            after.1 - before.1,
-            after.2 - before.2,
-        );
+        let (blocks, asked, usable) = (after.0 - before.0, after.1 - before.1, after.2 - before.2);
         let waste = usable as f64 / asked as f64 - 1.0;
         eprintln!(
             "8 contexts: {blocks} blocks, {asked} bytes asked, {usable} usable (+{:.1} %)",
@@ -137,7 +133,7 @@ mod tests {
             *sizes.entry(*s).or_default() += 1;
         }
         let mut top: Vec<_> = sizes.into_iter().collect();
-        top.sort_by(|a, b| b.1.cmp(&a.1));
+        top.sort_by_key(|t| std::cmp::Reverse(t.1));
         for (size, n) in top.iter().take(12) {
             // SAFETY: asking mimalloc for the usable size of a fresh block of that size.
             let got = unsafe {
