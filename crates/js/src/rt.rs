@@ -1,5 +1,5 @@
 //! The QuickJS runtime and context each VU runs in, and their tuning; `ctx_data`: userdata
-//! per context.
+//! per context; `alloc`: the allocator QuickJS uses (mimalloc, and what it rounds up).
 //!
 //! A VU owns one context (and, with `VOLLEY_VU_RUNTIME=per-vu`, one runtime; by default 32
 //! VUs share one: `crate::vu::shared`), so whatever they hold is paid once per VU: at 5,000
@@ -26,7 +26,9 @@
 //! partly filled 4 KB arena per size class, ~70 KB per VU. The workspace builds QuickJS
 //! without them (`vendor/rquickjs-sys/VOLLEY.md`): 275.2 → 225.8 KiB per VU.
 
+mod alloc;
 mod ctx_data;
+use alloc::MiMalloc;
 pub(crate) use ctx_data::{DropVuData, VuData};
 
 use rquickjs::context::intrinsic;
@@ -116,43 +118,6 @@ fn lazy_groups(ctx: Context, lazy: bool) -> rquickjs::Result<Context> {
         }
     }
     Ok(ctx)
-}
-
-extern "C" {
-    // Part of mimalloc's basic API; libmimalloc-sys declares it only with its "extended"
-    // feature (and the `cty` dependency that brings).
-    fn mi_usable_size(p: *const std::ffi::c_void) -> usize;
-}
-
-/// QuickJS's allocations go straight to mimalloc: small blocks without a per-block header
-/// and with finer size classes than glibc's 16-byte steps (a VU makes ~1,900 of them).
-struct MiMalloc;
-
-// SAFETY: every pointer comes from mimalloc (aligned to at least 8 bytes) and goes back to
-// it; mi_usable_size reports what mi_malloc/mi_realloc made available.
-unsafe impl rquickjs::allocator::Allocator for MiMalloc {
-    fn alloc(&mut self, size: usize) -> *mut u8 {
-        unsafe { libmimalloc_sys::mi_malloc(size).cast() }
-    }
-
-    fn calloc(&mut self, count: usize, size: usize) -> *mut u8 {
-        match count.checked_mul(size) {
-            Some(n) => unsafe { libmimalloc_sys::mi_zalloc(n).cast() },
-            None => std::ptr::null_mut(),
-        }
-    }
-
-    unsafe fn dealloc(&mut self, ptr: *mut u8) {
-        unsafe { libmimalloc_sys::mi_free(ptr.cast()) }
-    }
-
-    unsafe fn realloc(&mut self, ptr: *mut u8, new_size: usize) -> *mut u8 {
-        unsafe { libmimalloc_sys::mi_realloc(ptr.cast(), new_size).cast() }
-    }
-
-    unsafe fn usable_size(ptr: *mut u8) -> usize {
-        unsafe { mi_usable_size(ptr.cast()) }
-    }
 }
 
 #[cfg(test)]

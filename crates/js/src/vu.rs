@@ -435,29 +435,33 @@ fn fail(y: &Yielder<Resume, Yield>, st: &VuState, msg: String) {
     }
 }
 
+/// VU init: the globals, then the script's module loaded and evaluated; its namespace.
+/// Not inlined into [`serve`]: its locals would widen `serve`'s frame, which stays on the
+/// stack under every suspension of the VU (its resident pages, `stack`).
+#[inline(never)]
+fn init_module<'js>(st: &Rc<VuState>, ctx: &Ctx<'js>) -> Result<Object<'js>, String> {
+    install_globals(ctx, st).map_err(|e| script::describe(ctx, e))?;
+    let main = &st.shared.main;
+    let bc = st
+        .shared
+        .bytecode
+        .get()
+        .and_then(|m| m.get(main))
+        .ok_or_else(|| format!("{main} was not compiled"))?;
+    // SAFETY: bytecode written by JS_WriteObject in this process.
+    let m = unsafe { Module::load(ctx.clone(), bc) }.map_err(|e| script::describe(ctx, e))?;
+    let (m, promise) = m.eval().map_err(|e| script::describe(ctx, e))?;
+    crate::event_loop::settle_module(ctx, st, &promise).map_err(|e| script::describe(ctx, e))?;
+    promise
+        .finish::<Value>()
+        .map_err(|e| script::describe(ctx, e))?;
+    // The natives stay reachable through the shims; the script does not need them.
+    let _ = ctx.globals().remove("__volley");
+    m.namespace().map_err(|e| script::describe(ctx, e))
+}
+
 fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
-    let init = || -> Result<Object<'js>, String> {
-        install_globals(ctx, st).map_err(|e| script::describe(ctx, e))?;
-        let main = &st.shared.main;
-        let bc = st
-            .shared
-            .bytecode
-            .get()
-            .and_then(|m| m.get(main))
-            .ok_or_else(|| format!("{main} was not compiled"))?;
-        // SAFETY: bytecode written by JS_WriteObject in this process.
-        let m = unsafe { Module::load(ctx.clone(), bc) }.map_err(|e| script::describe(ctx, e))?;
-        let (m, promise) = m.eval().map_err(|e| script::describe(ctx, e))?;
-        crate::event_loop::settle_module(ctx, st, &promise)
-            .map_err(|e| script::describe(ctx, e))?;
-        promise
-            .finish::<Value>()
-            .map_err(|e| script::describe(ctx, e))?;
-        // The natives stay reachable through the shims; the script does not need them.
-        let _ = ctx.globals().remove("__volley");
-        m.namespace().map_err(|e| script::describe(ctx, e))
-    };
-    let ns = match init() {
+    let ns = match init_module(st, ctx) {
         Ok(ns) => ns,
         Err(e) => return fail(y, st, e),
     };
@@ -497,49 +501,11 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
             Cmd::Init => Outcome::Ok,
             Cmd::Run(Phase::Setup) => match &setup {
                 None => Outcome::Ok,
-                Some(f) => {
-                    st.enter_group("::setup");
-                    let r = crate::event_loop::settle(ctx, st, f.call(()));
-                    match r {
-                        _ if st.interrupted.get() => {
-                            if r.is_err() {
-                                let _ = ctx.catch();
-                            }
-                            Outcome::Interrupted
-                        }
-                        Err(e) => {
-                            let msg = script::describe(ctx, e);
-                            Outcome::Abort(crate::modules::take_abort(st).unwrap_or(msg))
-                        }
-                        Ok(v) => {
-                            let json = ctx
-                                .json_stringify(v)
-                                .ok()
-                                .flatten()
-                                .and_then(|s| s.to_string().ok());
-                            *st.shared.setup_data.lock().unwrap() = json;
-                            Outcome::Ok
-                        }
-                    }
-                }
+                Some(f) => run_setup(ctx, st, f),
             },
             Cmd::Run(Phase::Teardown) => match &teardown {
                 None => Outcome::Ok,
-                Some(f) => {
-                    st.enter_group("::teardown");
-                    let d = setup_data(ctx, st, &mut data);
-                    let r = crate::event_loop::settle(ctx, st, f.call((d,)));
-                    match r {
-                        _ if st.interrupted.get() => {
-                            if r.is_err() {
-                                let _ = ctx.catch();
-                            }
-                            Outcome::Interrupted
-                        }
-                        Err(e) => Outcome::Error(script::describe(ctx, e)),
-                        Ok(_) => Outcome::Ok,
-                    }
-                }
+                Some(f) => run_teardown(ctx, st, f, setup_data(ctx, st, &mut data)),
             },
             Cmd::Run(Phase::Iteration(it)) => match &default {
                 None => {
@@ -594,6 +560,52 @@ fn serve<'js>(y: &Yielder<Resume, Yield>, st: &Rc<VuState>, ctx: &Ctx<'js>) {
                 }
             },
         };
+    }
+}
+
+/// `setup()`, its data kept as JSON for every VU. Out of [`serve`]'s frame, as
+/// [`init_module`].
+#[inline(never)]
+fn run_setup<'js>(ctx: &Ctx<'js>, st: &VuState, f: &Function<'js>) -> Outcome {
+    st.enter_group("::setup");
+    let r = crate::event_loop::settle(ctx, st, f.call(()));
+    match r {
+        _ if st.interrupted.get() => {
+            if r.is_err() {
+                let _ = ctx.catch();
+            }
+            Outcome::Interrupted
+        }
+        Err(e) => {
+            let msg = script::describe(ctx, e);
+            Outcome::Abort(crate::modules::take_abort(st).unwrap_or(msg))
+        }
+        Ok(v) => {
+            let json = ctx
+                .json_stringify(v)
+                .ok()
+                .flatten()
+                .and_then(|s| s.to_string().ok());
+            *st.shared.setup_data.lock().unwrap() = json;
+            Outcome::Ok
+        }
+    }
+}
+
+/// `teardown(data)`. Out of [`serve`]'s frame, as [`init_module`].
+#[inline(never)]
+fn run_teardown<'js>(ctx: &Ctx<'js>, st: &VuState, f: &Function<'js>, d: Value<'js>) -> Outcome {
+    st.enter_group("::teardown");
+    let r = crate::event_loop::settle(ctx, st, f.call((d,)));
+    match r {
+        _ if st.interrupted.get() => {
+            if r.is_err() {
+                let _ = ctx.catch();
+            }
+            Outcome::Interrupted
+        }
+        Err(e) => Outcome::Error(script::describe(ctx, e)),
+        Ok(_) => Outcome::Ok,
     }
 }
 

@@ -136,12 +136,17 @@ impl StopToken {
     /// Completes when the token is stopped (at the latest one watcher tick, 20 ms, after
     /// [`StopToken::is_stopped`] became true). Every request of a VU waits on this beside its
     /// own future, so it reads no clock in the common case.
+    ///
+    /// The rare cases (polling, a deadline of its own) are boxed: this future lives in every
+    /// VU's task while it waits, so its size is paid per VU (docs/vus.md, "Outside QuickJS").
     pub async fn stopped(&self) {
         if self.poll {
-            while !self.is_stopped() {
-                tokio::time::sleep(POLL).await;
-            }
-            return;
+            return Box::pin(async {
+                while !self.is_stopped() {
+                    tokio::time::sleep(POLL).await;
+                }
+            })
+            .await;
         }
         loop {
             let n = self.wake.notify.notified();
@@ -152,10 +157,13 @@ impl StopToken {
             }
             match self.hard_at.filter(|_| self.own_timer) {
                 Some(t) => {
-                    tokio::select! {
-                        _ = n => {}
-                        _ = tokio::time::sleep_until(t.into()) => {}
-                    }
+                    Box::pin(async {
+                        tokio::select! {
+                            _ = n => {}
+                            _ = tokio::time::sleep_until(t.into()) => {}
+                        }
+                    })
+                    .await
                 }
                 None => n.await,
             }
@@ -164,23 +172,29 @@ impl StopToken {
 
     /// Completes when an idle wait (`sleep`, a timer) must end: the token is stopped, or the
     /// user interrupted (within a watcher tick).
+    /// Every sleeping VU's task holds this future: the rare cases are boxed, as in
+    /// [`StopToken::stopped`].
     pub async fn interrupted(&self) {
         if !self.soft {
-            return self.stopped().await;
+            return Box::pin(self.stopped()).await;
         }
         if self.poll {
-            while !self.must_end() {
-                tokio::time::sleep(POLL).await;
-            }
-            return;
+            return Box::pin(async {
+                while !self.must_end() {
+                    tokio::time::sleep(POLL).await;
+                }
+            })
+            .await;
         }
         if self.own_timer {
             // A ramp-down's own deadline (rare): its timer beside the interrupt.
-            tokio::select! {
-                _ = self.stopped() => {}
-                _ = self.soft_wake.fired() => {}
-            }
-            return;
+            return Box::pin(async {
+                tokio::select! {
+                    _ = self.stopped() => {}
+                    _ = self.soft_wake.fired() => {}
+                }
+            })
+            .await;
         }
         // One registration per sleep: the watcher wakes `soft_wake` at the interrupt and at
         // every hard stop it fires, and each wake-up checks both.

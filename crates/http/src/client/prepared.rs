@@ -160,6 +160,9 @@ impl Prepared {
         if cacheable {
             if self.series.len() >= SERIES_MAX {
                 self.series.remove(0);
+            } else if self.series.len() == self.series.capacity() {
+                // One series per request is the usual case: room for 1, then 2, 4...
+                self.series.reserve_exact(self.series.len().max(1));
             }
             self.series
                 .push((group, status, expected, err, h, raw.clone()));
@@ -204,6 +207,11 @@ impl PreparedTable {
         self.made += 1;
         p.id = self.made;
         if self.slots.len() < PREPARED_MAX {
+            // Grow 1, 2, 4...: a Vec's first push makes room for 4 (1.4 KB), and most VUs
+            // keep one or two requests for their whole life (docs/vus.md, "Outside QuickJS").
+            if self.slots.len() == self.slots.capacity() {
+                self.slots.reserve_exact(self.slots.len().max(1));
+            }
             self.slots.push(p);
             self.slots.len() - 1
         } else {
@@ -237,5 +245,23 @@ mod tests {
             t.prepare("GET", &format!("http://h:1/{n}"), &[], &[]);
         }
         assert_eq!(t.slots.len(), PREPARED_MAX);
+    }
+
+    /// A VU that repeats one request keeps room for one prepared request, not four
+    /// (352 bytes each, for every VU's whole life); more grow by doubling, up to the bound.
+    #[test]
+    fn one_request_takes_one_slot_and_more_double() {
+        let mut t = PreparedTable::default();
+        t.prepare("GET", "http://h:1/a", &[], &[]);
+        t.prepare("GET", "http://h:1/a", &[], &[]);
+        assert_eq!(t.slots.capacity(), 1);
+        for n in 0..4 {
+            t.prepare("GET", &format!("http://h:1/{n}"), &[], &[]);
+        }
+        assert_eq!((t.slots.len(), t.slots.capacity()), (5, 8));
+        for n in 0..2 * PREPARED_MAX {
+            t.prepare("GET", &format!("http://h:2/{n}"), &[], &[]);
+        }
+        assert_eq!(t.slots.capacity(), PREPARED_MAX);
     }
 }

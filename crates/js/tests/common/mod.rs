@@ -27,8 +27,17 @@ pub fn run_script(
     t: &volley_testserver::RunningTarget,
     extra: &[(&str, &str)],
 ) -> Result<volley_js::RunOutput, volley_js::RunError> {
+    run_script_at(name, &format!("http://{}", t.local_addr()), extra)
+}
+
+/// [`run_script`] against a target at `base` (`http://host:port`), 2 threads.
+pub fn run_script_at(
+    name: &str,
+    base: &str,
+    extra: &[(&str, &str)],
+) -> Result<volley_js::RunOutput, volley_js::RunError> {
     let mut env = std::collections::BTreeMap::new();
-    env.insert("BASE".to_string(), format!("http://{}", t.local_addr()));
+    env.insert("BASE".to_string(), base.to_string());
     for (k, v) in extra {
         env.insert(k.to_string(), v.to_string());
     }
