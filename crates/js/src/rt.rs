@@ -27,7 +27,9 @@
 //! without them (`vendor/rquickjs-sys/VOLLEY.md`): 275.2 → 225.8 KiB per VU.
 
 mod ctx_data;
+mod lazy;
 pub(crate) use ctx_data::{DropVuData, VuData};
+pub(crate) use lazy::{lazy_shims, native};
 
 use rquickjs::context::intrinsic;
 use rquickjs::{Context, Runtime};
