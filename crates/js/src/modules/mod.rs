@@ -230,7 +230,7 @@ pub(crate) fn install<'js>(
             },
         )?;
     }
-    if !crate::rt::lazy_shims() {
+    if !crate::rt::lazy_shims(ctx) {
         v.set("eagerShims", true)?;
     }
     commonjs::install(ctx, v, st)?;

@@ -13,7 +13,7 @@ use super::VuData;
 use rquickjs::function::IntoJsFunc;
 use rquickjs::{qjs, Ctx, Function, JsLifetime, Object};
 use std::cell::RefCell;
-use std::sync::{Once, OnceLock};
+use std::sync::Once;
 
 extern "C" {
     // Added to the vendored QuickJS (vendor/rquickjs-sys/VOLLEY.md, "Lazy natives").
@@ -28,17 +28,31 @@ extern "C" {
     ) -> std::ffi::c_int;
 }
 
-/// Are the shims' natives (and the shims' rarely used parts) made on first use (the
-/// default), or at once (`VOLLEY_LAZY_SHIMS=0`, to measure the difference)?
-pub(crate) fn lazy_shims() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("VOLLEY_LAZY_SHIMS").map_or(true, |v| v != "0"))
+/// Are the shims' natives (and the shims' rarely used parts) made on first use in this
+/// VU's context (the default), or at once (`VOLLEY_LAZY_SHIMS=0`, to measure the
+/// difference)? Read once per context (tests switch it between runs).
+pub(crate) fn lazy_shims(ctx: &Ctx<'_>) -> bool {
+    pending(ctx).is_some_and(|p| p.lazy)
 }
 
 type Make<'js> = Box<dyn FnOnce(Ctx<'js>) -> rquickjs::Result<Function<'js>> + 'js>;
 
 /// A context's natives not made yet, by name (each name is defined on one object).
-pub(crate) struct Pending<'js>(RefCell<Vec<(&'static str, Make<'js>)>>);
+pub(crate) struct Pending<'js> {
+    lazy: bool,
+    list: RefCell<Vec<(&'static str, Make<'js>)>>,
+}
+
+fn pending<'a, 'js>(ctx: &'a Ctx<'js>) -> Option<&'a Pending<'js>> {
+    if ctx.vu_userdata::<Pending>().is_none() {
+        let lazy = std::env::var_os("VOLLEY_LAZY_SHIMS").is_none_or(|v| v != "0");
+        ctx.store_vu_userdata(Pending {
+            lazy,
+            list: RefCell::default(),
+        });
+    }
+    ctx.vu_userdata::<Pending>()
+}
 
 // SAFETY: only `'js` values inside; `Changed` just renames the lifetime.
 unsafe impl<'js> JsLifetime<'js> for Pending<'js> {
@@ -57,9 +71,9 @@ where
     F: IntoJsFunc<'js, P> + 'js,
     P: 'js,
 {
-    if !lazy_shims() {
+    let Some(pending) = pending(ctx).filter(|p| p.lazy) else {
         return obj.set(name, Function::new(ctx.clone(), f)?);
-    }
+    };
     static HANDLER: Once = Once::new();
     // SAFETY: sets a process-wide function pointer once.
     HANDLER.call_once(|| unsafe { JS_VolleySetLazyCall(make) });
@@ -79,13 +93,8 @@ where
         let _ = ctx.catch();
         return obj.set(name, Function::new(ctx.clone(), f)?);
     }
-    if ctx.vu_userdata::<Pending>().is_none() {
-        ctx.store_vu_userdata(Pending(RefCell::default()));
-    }
-    if let Some(p) = ctx.vu_userdata::<Pending>() {
-        let make: Make<'js> = Box::new(move |ctx| Function::new(ctx, f));
-        p.0.borrow_mut().push((name, make));
-    }
+    let make: Make<'js> = Box::new(move |ctx| Function::new(ctx, f));
+    pending.list.borrow_mut().push((name, make));
     Ok(())
 }
 
@@ -113,7 +122,7 @@ unsafe extern "C" fn make(
         s
     };
     let f = ctx.vu_userdata::<Pending>().and_then(|p| {
-        let mut list = p.0.borrow_mut();
+        let mut list = p.list.borrow_mut();
         let i = list.iter().position(|(n, _)| n.as_bytes() == name)?;
         Some(list.swap_remove(i).1)
     });

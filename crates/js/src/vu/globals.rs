@@ -63,6 +63,15 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
             }
         })?;
     }
+    crate::rt::native(
+        ctx,
+        &v,
+        "consoleFormat",
+        |ctx: Ctx<'js>| -> rquickjs::Result<Value<'js>> {
+            let f: Function = CONSOLE_FORMAT.eval(&ctx)?;
+            f.call(())
+        },
+    )?;
     crate::check::install(ctx, &v, st)?;
     {
         let st = st.clone();
@@ -273,6 +282,13 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
 /// The console shim: globals, not a module.
 static CONSOLE: SharedScript =
     SharedScript::new(c"volley:console", c"eval_script", script::CONSOLE_JS);
+
+/// The console's formatting, made per VU on its first call (`__volley.consoleFormat()`).
+static CONSOLE_FORMAT: SharedScript = SharedScript::new(
+    c"volley:console-format",
+    c"volley/console-format",
+    include_str!("../shims/console_format.js"),
+);
 
 extern "C" {
     // Added to the vendored QuickJS (vendor/rquickjs-sys/VOLLEY.md, "Code shared by a
