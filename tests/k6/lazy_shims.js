@@ -29,7 +29,7 @@ export default function () {
   const f = http.file("d");
   const u = http.url`${base}/get?vu=${__VU}`;
   const bytes = V.randomBytes(4);
-  console.log(`vu ${__VU}`, { f: odd ? f : f.content_type });
+  if (__ITER === 0) console.log(`vu ${__VU}`, { f: odd ? f : f.content_type }); // console_format.js, per VU
   check(null, {
     "natives are the VU's own": () =>
       encoding.b64encode("a") === (odd ? "mine" : "YQ==") &&

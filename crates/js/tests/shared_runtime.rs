@@ -105,7 +105,11 @@ fn the_shims_look_the_same_made_lazily_or_eagerly() {
         if eager {
             std::env::set_var("VOLLEY_LAZY_SHIMS", "0");
         }
-        let out = run_script("shims_surface.js", &t, &[("EAGER", if eager { "1" } else { "0" })]);
+        let out = run_script(
+            "shims_surface.js",
+            &t,
+            &[("EAGER", if eager { "1" } else { "0" })],
+        );
         std::env::remove_var("VOLLEY_LAZY_SHIMS");
         let out = out.unwrap_or_else(|e| panic!("{e}"));
         let checks = all_checks_pass(&out);

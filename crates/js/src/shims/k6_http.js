@@ -31,70 +31,34 @@ export class Response {
 // headers, timings, request, cookies, remote_ip, remote_port: built natively on first read
 // (field i), then kept on the response as plain properties (most scripts never read them,
 // and building them for every response cost more than the request).
+const P = Response.prototype;
 function own(o, name, v) {
   Object.defineProperty(o, name, { value: v, writable: true, enumerable: true, configurable: true });
 }
 function field(o, name, i) {
   const v = V.responseField(o, i);
-  if (v !== undefined && o !== Response.prototype) own(o, name, v);
+  if (v !== undefined && o !== P) own(o, name, v);
   return v;
 }
-// Written out (not a loop making closures per name): fewer objects per VU.
-const P = Response.prototype;
-Object.defineProperty(P, "headers", {
-  configurable: true,
-  get() {
-    return field(this, "headers", 0);
-  },
-  set(v) {
-    own(this, "headers", v);
-  },
-});
-Object.defineProperty(P, "timings", {
-  configurable: true,
-  get() {
-    return field(this, "timings", 1);
-  },
-  set(v) {
-    own(this, "timings", v);
-  },
-});
-Object.defineProperty(P, "request", {
-  configurable: true,
-  get() {
-    return field(this, "request", 2);
-  },
-  set(v) {
-    own(this, "request", v);
-  },
-});
-Object.defineProperty(P, "cookies", {
-  configurable: true,
-  get() {
-    return field(this, "cookies", 3);
-  },
-  set(v) {
-    own(this, "cookies", v);
-  },
-});
-Object.defineProperty(P, "remote_ip", {
-  configurable: true,
-  get() {
-    return field(this, "remote_ip", 4);
-  },
-  set(v) {
-    own(this, "remote_ip", v);
-  },
-});
-Object.defineProperty(P, "remote_port", {
-  configurable: true,
-  get() {
-    return field(this, "remote_port", 5);
-  },
-  set(v) {
-    own(this, "remote_port", v);
-  },
-});
+// A getter and a setter per name over `field` and `own` (two closures per name, where a
+// loop with a helper per name made three and more objects per VU).
+function lazyField(name, i) {
+  Object.defineProperty(P, name, {
+    configurable: true,
+    get() {
+      return field(this, name, i);
+    },
+    set(v) {
+      own(this, name, v);
+    },
+  });
+}
+lazyField("headers", 0);
+lazyField("timings", 1);
+lazyField("request", 2);
+lazyField("cookies", 3);
+lazyField("remote_ip", 4);
+lazyField("remote_port", 5);
 
 const EMPTY = [];
 
