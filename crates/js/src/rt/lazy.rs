@@ -147,3 +147,82 @@ unsafe extern "C" fn make(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rt::DropVuData;
+    use rquickjs::{Context, Runtime};
+
+    /// The objects of `ctx`'s runtime.
+    fn objects(ctx: &Ctx<'_>) -> i64 {
+        // SAFETY: a live context; JSMemoryUsage is plain data QuickJS fills in.
+        unsafe {
+            let mut m: qjs::JSMemoryUsage = std::mem::zeroed();
+            qjs::JS_ComputeMemoryUsage(qjs::JS_GetRuntime(ctx.as_raw().as_ptr()), &mut m);
+            m.obj_count
+        }
+    }
+
+    /// A native defined with `native` is a placeholder until first used: it costs no
+    /// object, lists and describes as the plain property `Object::set` makes, and is made
+    /// by a read, an assignment (then replaced) or a descriptor; `delete` before use drops
+    /// it; each context makes its own, from its own closure.
+    #[test]
+    fn natives_are_made_on_first_use_and_look_as_if_made_at_once() {
+        let rt = Runtime::new().unwrap();
+        let (a, b) = (Context::full(&rt).unwrap(), Context::full(&rt).unwrap());
+        for (c, tag) in [(&a, "a"), (&b, "b")] {
+            c.with(|ctx| {
+                let v = Object::new(ctx.clone()).unwrap();
+                let before = objects(&ctx);
+                for name in ["one", "two", "three", "four"] {
+                    native(&ctx, &v, name, move |x: i32| format!("{tag}:{name}:{x}")).unwrap();
+                }
+                assert_eq!(objects(&ctx), before, "a native was made at once");
+                ctx.globals().set("V", v).unwrap();
+            });
+        }
+        a.with(|ctx| {
+            let _data = DropVuData(&ctx);
+            // The same listing of a plain object first: it makes the builtins it uses.
+            let list = |o: &str| {
+                format!(
+                    r#"JSON.stringify([Object.keys({o}), Object.getOwnPropertyNames({o}),
+                        {o}.hasOwnProperty("two"), "three" in {o}])"#
+                )
+            };
+            let w: String = ctx
+                .eval(format!("globalThis.W = {{ one: 1, two: 2, three: 3, four: 4 }}; {}", list("W")))
+                .unwrap();
+            let before = objects(&ctx);
+            let listed: String = ctx.eval(list("V")).unwrap();
+            assert_eq!(listed, w);
+            assert_eq!(
+                listed,
+                r#"[["one","two","three","four"],["one","two","three","four"],true,true]"#
+            );
+            assert_eq!(objects(&ctx), before, "listing made a native");
+            let out: String = ctx
+                .eval(
+                    r#"const d = Object.getOwnPropertyDescriptor(V, "one");
+                    const r = [typeof d.value, d.writable, d.enumerable, d.configurable,
+                               V.two(2), V.two === V.two];
+                    delete V.three;
+                    V.four = "replaced";
+                    r.push(Object.keys(V).join(), V.four, V.three, V.one(1));
+                    JSON.stringify(r)"#,
+                )
+                .unwrap();
+            assert_eq!(
+                out,
+                r#"["function",true,true,true,"a:two:2",true,"one,two,four","replaced",null,"a:one:1"]"#
+            );
+        });
+        b.with(|ctx| {
+            let _data = DropVuData(&ctx);
+            let out: String = ctx.eval(r#"[V.three(3), typeof V.four].join()"#).unwrap();
+            assert_eq!(out, "b:three:3,function", "b's natives are its own");
+        });
+    }
+}
