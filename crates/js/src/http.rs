@@ -345,10 +345,11 @@ pub(crate) fn install<'js>(
             )
         }
     };
-    v.set("request", Function::new(ctx.clone(), request_fn)?)?;
+    crate::rt::native(ctx, v, "request", request_fn)?;
 
     // `http.get(url)` without params: straight here, not through the shim (the most common
-    // call of all). Anything else goes to the shim's `get`, registered by `httpInit`.
+    // call of all). Anything else goes to the shim's `request("GET", ...)`, registered by
+    // `httpInit`.
     let get = {
         let st = st.clone();
         move |ctx: Ctx<'js>,
@@ -381,7 +382,7 @@ pub(crate) fn install<'js>(
                 .vu_userdata::<Fast>()
                 .and_then(|f| f.get_slow.borrow().clone());
             match slow {
-                Some(f) => f.call((url, params.0)),
+                Some(f) => f.call(("GET", url, Value::new_null(ctx.clone()), params.0)),
                 None => Err(rquickjs::Exception::throw_internal(
                     &ctx,
                     "k6/http is not initialised",
@@ -477,13 +478,13 @@ pub(crate) fn install<'js>(
             Ok(outs.into_iter().flatten().collect())
         }
     };
-    v.set("batch", Function::new(ctx.clone(), batch)?)?;
+    crate::rt::native(ctx, v, "batch", batch)?;
     async_request::install(ctx, v, st)?;
-    v.set(
+    crate::rt::native(
+        ctx,
+        v,
         "responseField",
-        Function::new(ctx.clone(), |ctx: Ctx<'js>, res: Value<'js>, i: u32| {
-            response_field(&ctx, &res, i)
-        })?,
+        |ctx: Ctx<'js>, res: Value<'js>, i: u32| response_field(&ctx, &res, i),
     )?;
     Ok(())
 }

@@ -28,8 +28,10 @@
 
 mod alloc;
 mod ctx_data;
+mod lazy;
 use alloc::MiMalloc;
 pub(crate) use ctx_data::{DropVuData, VuData};
+pub(crate) use lazy::{lazy_shims, native};
 
 use rquickjs::context::intrinsic;
 use rquickjs::{Context, Runtime};

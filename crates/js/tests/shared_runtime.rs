@@ -78,3 +78,41 @@ fn vus_calling_shared_module_code_stay_isolated() {
     let out = run_script("shared_code.js", &t, &[]).unwrap_or_else(|e| panic!("{e}"));
     checks_pass_and_only_the_spinning_vu_was_cut(&out.result, 6);
 }
+
+/// Natives and k6/http parts made on first use (crates/js/src/rt/lazy.rs, the shims'
+/// `more()`) are each VU's: a VU that replaces a native before or after it was made, or
+/// changes k6/http's default object, `Response.prototype` or a lazily made class, changes
+/// nothing for the VUs of its runtime, which get objects of their own realm.
+#[test]
+fn lazily_made_natives_and_shim_parts_are_each_vus_own() {
+    let _one = shared_mode();
+    let t = target();
+    let out = run_script("lazy_shims.js", &t, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let checks = all_checks_pass(&out);
+    assert_eq!(checks.len(), 4, "{checks:?}");
+    assert!(checks.iter().all(|(_, _, n)| *n == 24), "{checks:?}");
+}
+
+/// What a script sees of the shims (every export, property, descriptor, function name and
+/// length, prototype, what the helpers return) is the same with their rarely used parts
+/// made on first use (the default) and with the VU (`VOLLEY_LAZY_SHIMS=0`), and equals what
+/// the shims showed before they were made lazily (tests/k6/lib/shims_surface.json).
+#[test]
+fn the_shims_look_the_same_made_lazily_or_eagerly() {
+    let _one = shared_mode();
+    let t = target();
+    for eager in [false, true] {
+        if eager {
+            std::env::set_var("VOLLEY_LAZY_SHIMS", "0");
+        }
+        let out = run_script(
+            "shims_surface.js",
+            &t,
+            &[("EAGER", if eager { "1" } else { "0" })],
+        );
+        std::env::remove_var("VOLLEY_LAZY_SHIMS");
+        let out = out.unwrap_or_else(|e| panic!("{e}"));
+        let checks = all_checks_pass(&out);
+        assert_eq!(checks.len(), 2, "eager {eager}: {checks:?}");
+    }
+}

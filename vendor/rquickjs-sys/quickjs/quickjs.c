@@ -9236,6 +9236,41 @@ static const JSCFunctionListEntry js_volley_lazy_date =
 static const JSCFunctionListEntry js_volley_lazy_regexp =
     JS_VOLLEY_LAZY_ENTRY(JS_VOLLEY_LAZY_REGEXP);
 
+/* Volley: a property made on first use by the embedder (Volley's natives
+   on its hidden `__volley` object): an autoinit property (JS_AUTOINIT_ID_PROP)
+   whose entry has this def_type; JS_InstantiateFunctionListItem2 asks
+   js_volley_lazy_call, set once per process by JS_VolleySetLazyCall, for its
+   value, with the realm that defined it. */
+#define JS_DEF_VOLLEY_LAZY_CALL 201
+typedef JSValue JSVolleyLazyCall(JSContext *ctx, JSValueConst obj, JSAtom prop);
+static JSVolleyLazyCall *js_volley_lazy_call;
+static int JS_DefineAutoInitProperty(JSContext *ctx, JSValueConst this_obj,
+                                     JSAtom prop, JSAutoInitIDEnum id,
+                                     void *opaque, int flags);
+static const JSCFunctionListEntry js_volley_lazy_call_entry =
+    { "", JS_PROP_C_W_E, JS_DEF_VOLLEY_LAZY_CALL, 0, { .i32 = 0 } };
+
+void JS_VolleySetLazyCall(JSVolleyLazyCall *f)
+{
+    js_volley_lazy_call = f;
+}
+
+/* Define 'prop' of 'obj' as a placeholder with 'flags' (JS_PROP_C_W_E bits)
+   whose value js_volley_lazy_call makes on first use. -1 (nothing defined)
+   if 'obj' already has 'prop' or on out of memory. */
+int JS_VolleyDefineLazy(JSContext *ctx, JSValueConst obj, JSAtom prop,
+                        int flags)
+{
+    JSProperty *pr;
+
+    if (JS_VALUE_GET_TAG(obj) != JS_TAG_OBJECT ||
+        find_own_property(&pr, JS_VALUE_GET_OBJ(obj), prop))
+        return -1;
+    return JS_DefineAutoInitProperty(ctx, obj, prop, JS_AUTOINIT_ID_PROP,
+                                     (void *)&js_volley_lazy_call_entry,
+                                     flags);
+}
+
 static int js_add_typed_arrays(JSContext *ctx);
 
 static inline int js_volley_lazy_group(JSProperty *pr)
@@ -41065,6 +41100,11 @@ static JSValue JS_InstantiateFunctionListItem2(JSContext *ctx, JSObject *p,
     JSValue val, proto;
 
     switch(e->def_type) {
+    case JS_DEF_VOLLEY_LAZY_CALL:
+        if (!js_volley_lazy_call)
+            return JS_ThrowInternalError(ctx, "no lazy property handler");
+        val = js_volley_lazy_call(ctx, JS_MKPTR(JS_TAG_OBJECT, p), atom);
+        break;
     case JS_DEF_CFUNC:
         val = JS_NewCFunction2(ctx, e->u.func.cfunc.generic,
                                e->name, e->u.func.length, e->u.func.cproto, e->magic);

@@ -8,7 +8,7 @@ use crate::event_loop::{self, Continue, Next, OpFuture};
 use crate::rt::VuData;
 use crate::vu::VuState;
 use rquickjs::function::Opt;
-use rquickjs::{Ctx, Exception, Function, Object, Promise, Value};
+use rquickjs::{Ctx, Exception, Object, Promise, Value};
 use std::any::Any;
 use std::rc::Rc;
 use volley_http::client::Exchange;
@@ -113,6 +113,6 @@ pub(super) fn install<'js>(
             }
         }
     };
-    v.set("asyncRequest", Function::new(ctx.clone(), f)?)?;
+    crate::rt::native(ctx, v, "asyncRequest", f)?;
     Ok(())
 }

@@ -6,7 +6,7 @@
 
 use super::{throw, Expected};
 use rquickjs::function::Opt;
-use rquickjs::{Ctx, Function, Object, Value};
+use rquickjs::{Ctx, Object, Value};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -207,70 +207,65 @@ pub(crate) fn install<'js>(
 ) -> rquickjs::Result<()> {
     {
         let st = st.clone();
-        v.set(
-            "jarNew",
-            Function::new(ctx.clone(), move || {
-                let mut jars = st.ext.jars.borrow_mut();
-                jars.push(Rc::default());
-                jars.len() - 1
-            })?,
-        )?;
+        crate::rt::native(ctx, v, "jarNew", move || {
+            let mut jars = st.ext.jars.borrow_mut();
+            jars.push(Rc::default());
+            jars.len() - 1
+        })?;
     }
     {
         let st = st.clone();
-        v.set(
+        crate::rt::native(
+            ctx,
+            v,
             "jarSet",
-            Function::new(
-                ctx.clone(),
-                move |ctx: Ctx<'js>,
-                      id: usize,
-                      url: String,
-                      name: String,
-                      value: String,
-                      opts: Opt<Object<'js>>|
-                      -> rquickjs::Result<()> {
-                    let t = target(&ctx, &url)?;
-                    let mut c = parse_set_cookie(&format!("{name}={value}"), &t)
-                        .ok_or_else(|| throw(&ctx, "invalid cookie"))?;
-                    if let Some(o) = opts.0 {
-                        if let Some(d) = o.get::<_, Option<String>>("domain")? {
-                            c.domain = d.trim_start_matches('.').to_ascii_lowercase();
-                            c.host_only = false;
-                        }
-                        if let Some(p) = o.get::<_, Option<String>>("path")? {
-                            c.path = p;
-                        }
-                        c.secure = o.get::<_, Option<bool>>("secure")?.unwrap_or(false);
-                        c.http_only = o.get::<_, Option<bool>>("http_only")?.unwrap_or(false);
-                        if let Some(e) = o.get::<_, Option<String>>("expires")? {
-                            c.expires = parse_http_date(&e);
-                        }
-                        if let Some(m) = o.get::<_, Option<f64>>("max_age")? {
-                            c.expires = Some(now() + m as i64);
-                        }
+            move |ctx: Ctx<'js>,
+                  id: usize,
+                  url: String,
+                  name: String,
+                  value: String,
+                  opts: Opt<Object<'js>>|
+                  -> rquickjs::Result<()> {
+                let t = target(&ctx, &url)?;
+                let mut c = parse_set_cookie(&format!("{name}={value}"), &t)
+                    .ok_or_else(|| throw(&ctx, "invalid cookie"))?;
+                if let Some(o) = opts.0 {
+                    if let Some(d) = o.get::<_, Option<String>>("domain")? {
+                        c.domain = d.trim_start_matches('.').to_ascii_lowercase();
+                        c.host_only = false;
                     }
-                    if let Some(j) = jar(&st, id) {
-                        j.borrow_mut().put(c);
+                    if let Some(p) = o.get::<_, Option<String>>("path")? {
+                        c.path = p;
                     }
-                    Ok(())
-                },
-            )?,
+                    c.secure = o.get::<_, Option<bool>>("secure")?.unwrap_or(false);
+                    c.http_only = o.get::<_, Option<bool>>("http_only")?.unwrap_or(false);
+                    if let Some(e) = o.get::<_, Option<String>>("expires")? {
+                        c.expires = parse_http_date(&e);
+                    }
+                    if let Some(m) = o.get::<_, Option<f64>>("max_age")? {
+                        c.expires = Some(now() + m as i64);
+                    }
+                }
+                if let Some(j) = jar(&st, id) {
+                    j.borrow_mut().put(c);
+                }
+                Ok(())
+            },
         )?;
     }
     {
         let st = st.clone();
-        v.set(
+        crate::rt::native(
+            ctx,
+            v,
             "jarGet",
-            Function::new(
-                ctx.clone(),
-                move |ctx: Ctx<'js>, id: usize, url: String| -> rquickjs::Result<Object<'js>> {
-                    let t = target(&ctx, &url)?;
-                    let out = Object::new(ctx.clone())?;
-                    if let Some(j) = jar(&st, id) {
-                        for c in j.borrow().for_target(&t) {
-                            let list = match out
-                                .get::<_, Option<rquickjs::Array<'js>>>(c.name.as_str())?
-                            {
+            move |ctx: Ctx<'js>, id: usize, url: String| -> rquickjs::Result<Object<'js>> {
+                let t = target(&ctx, &url)?;
+                let out = Object::new(ctx.clone())?;
+                if let Some(j) = jar(&st, id) {
+                    for c in j.borrow().for_target(&t) {
+                        let list =
+                            match out.get::<_, Option<rquickjs::Array<'js>>>(c.name.as_str())? {
                                 Some(a) => a,
                                 None => {
                                     let a = rquickjs::Array::new(ctx.clone())?;
@@ -278,45 +273,42 @@ pub(crate) fn install<'js>(
                                     a
                                 }
                             };
-                            list.set(list.len(), c.value.as_str())?;
-                        }
+                        list.set(list.len(), c.value.as_str())?;
                     }
-                    Ok(out)
-                },
-            )?,
+                }
+                Ok(out)
+            },
         )?;
     }
     {
         let st = st.clone();
-        v.set(
+        crate::rt::native(
+            ctx,
+            v,
             "jarClear",
-            Function::new(
-                ctx.clone(),
-                move |ctx: Ctx<'js>,
-                      id: usize,
-                      url: String,
-                      name: Opt<String>|
-                      -> rquickjs::Result<()> {
-                    let t = target(&ctx, &url)?;
-                    if let Some(j) = jar(&st, id) {
-                        j.borrow_mut().remove_for(&t, name.0.as_deref());
-                    }
-                    Ok(())
-                },
-            )?,
+            move |ctx: Ctx<'js>,
+                  id: usize,
+                  url: String,
+                  name: Opt<String>|
+                  -> rquickjs::Result<()> {
+                let t = target(&ctx, &url)?;
+                if let Some(j) = jar(&st, id) {
+                    j.borrow_mut().remove_for(&t, name.0.as_deref());
+                }
+                Ok(())
+            },
         )?;
     }
     {
         let st = st.clone();
-        v.set(
+        crate::rt::native(
+            ctx,
+            v,
             "setExpected",
-            Function::new(
-                ctx.clone(),
-                move |ranges: Opt<Value<'js>>| -> rquickjs::Result<()> {
-                    *st.ext.expected.borrow_mut() = expected_of(ranges.0)?;
-                    Ok(())
-                },
-            )?,
+            move |ranges: Opt<Value<'js>>| -> rquickjs::Result<()> {
+                *st.ext.expected.borrow_mut() = expected_of(ranges.0)?;
+                Ok(())
+            },
         )?;
     }
     Ok(())

@@ -9,7 +9,7 @@ use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
 use base64::Engine;
 use rquickjs::function::Opt;
-use rquickjs::{Ctx, Function, Object, Value};
+use rquickjs::{Ctx, Object, Value};
 
 use volley_run::md5::md5;
 
@@ -103,81 +103,75 @@ fn data_arg<'js>(ctx: &Ctx<'js>, v: &Value<'js>, what: &str) -> rquickjs::Result
 }
 
 pub(crate) fn install<'js>(ctx: &Ctx<'js>, v: &Object<'js>) -> rquickjs::Result<()> {
-    v.set(
+    crate::rt::native(
+        ctx,
+        v,
         "b64enc",
-        Function::new(
-            ctx.clone(),
-            |ctx: Ctx<'js>, data: Value<'js>, variant: Opt<String>| {
-                let b = data_arg(&ctx, &data, "b64encode input")?;
-                let variant = variant.0.unwrap_or_default();
-                b64encode(&b, &variant)
-                    .ok_or_else(|| throw(&ctx, &format!("unknown base64 encoding '{variant}'")))
-            },
-        )?,
+        |ctx: Ctx<'js>, data: Value<'js>, variant: Opt<String>| {
+            let b = data_arg(&ctx, &data, "b64encode input")?;
+            let variant = variant.0.unwrap_or_default();
+            b64encode(&b, &variant)
+                .ok_or_else(|| throw(&ctx, &format!("unknown base64 encoding '{variant}'")))
+        },
     )?;
-    v.set(
+    crate::rt::native(
+        ctx,
+        v,
         "b64dec",
-        Function::new(
-            ctx.clone(),
-            |ctx: Ctx<'js>, s: String, variant: Opt<String>, as_string: Opt<bool>| {
-                let b =
-                    b64decode(&s, &variant.0.unwrap_or_default()).map_err(|e| throw(&ctx, &e))?;
-                if as_string.0.unwrap_or(false) {
-                    let s = String::from_utf8_lossy(&b);
-                    return Ok(rquickjs::String::from_str(ctx.clone(), &s)?.into_value());
-                }
-                array_buffer(&ctx, &b)
-            },
-        )?,
-    )?;
-    v.set(
-        "digest",
-        Function::new(
-            ctx.clone(),
-            |ctx: Ctx<'js>, alg: String, data: Value<'js>, enc: Opt<String>| {
-                let b = data_arg(&ctx, &data, "hash input")?;
-                let d = hash(&alg, &b)
-                    .ok_or_else(|| throw(&ctx, &format!("unsupported hash algorithm '{alg}'")))?;
-                encode_out(&ctx, &d, enc.0.as_deref().unwrap_or("hex"))
-            },
-        )?,
-    )?;
-    v.set(
-        "hmac",
-        Function::new(
-            ctx.clone(),
-            |ctx: Ctx<'js>, alg: String, key: Value<'js>, data: Value<'js>, enc: Opt<String>| {
-                let k = data_arg(&ctx, &key, "hmac key")?;
-                let b = data_arg(&ctx, &data, "hmac input")?;
-                let d = hmac(&alg, &k, &b)
-                    .ok_or_else(|| throw(&ctx, &format!("unsupported hash algorithm '{alg}'")))?;
-                encode_out(&ctx, &d, enc.0.as_deref().unwrap_or("hex"))
-            },
-        )?,
-    )?;
-    v.set(
-        "randomBytes",
-        Function::new(ctx.clone(), |ctx: Ctx<'js>, n: f64| {
-            use ring::rand::SecureRandom;
-            if !(0.0..=(1u64 << 30) as f64).contains(&n) {
-                return Err(throw(&ctx, "randomBytes: size must be between 0 and 1 GiB"));
+        |ctx: Ctx<'js>, s: String, variant: Opt<String>, as_string: Opt<bool>| {
+            let b = b64decode(&s, &variant.0.unwrap_or_default()).map_err(|e| throw(&ctx, &e))?;
+            if as_string.0.unwrap_or(false) {
+                let s = String::from_utf8_lossy(&b);
+                return Ok(rquickjs::String::from_str(ctx.clone(), &s)?.into_value());
             }
-            let mut b = vec![0u8; n as usize];
-            ring::rand::SystemRandom::new()
-                .fill(&mut b)
-                .map_err(|_| throw(&ctx, "randomBytes: no system randomness"))?;
             array_buffer(&ctx, &b)
-        })?,
+        },
     )?;
-    v.set(
+    crate::rt::native(
+        ctx,
+        v,
+        "digest",
+        |ctx: Ctx<'js>, alg: String, data: Value<'js>, enc: Opt<String>| {
+            let b = data_arg(&ctx, &data, "hash input")?;
+            let d = hash(&alg, &b)
+                .ok_or_else(|| throw(&ctx, &format!("unsupported hash algorithm '{alg}'")))?;
+            encode_out(&ctx, &d, enc.0.as_deref().unwrap_or("hex"))
+        },
+    )?;
+    crate::rt::native(
+        ctx,
+        v,
+        "hmac",
+        |ctx: Ctx<'js>, alg: String, key: Value<'js>, data: Value<'js>, enc: Opt<String>| {
+            let k = data_arg(&ctx, &key, "hmac key")?;
+            let b = data_arg(&ctx, &data, "hmac input")?;
+            let d = hmac(&alg, &k, &b)
+                .ok_or_else(|| throw(&ctx, &format!("unsupported hash algorithm '{alg}'")))?;
+            encode_out(&ctx, &d, enc.0.as_deref().unwrap_or("hex"))
+        },
+    )?;
+    crate::rt::native(ctx, v, "randomBytes", |ctx: Ctx<'js>, n: f64| {
+        use ring::rand::SecureRandom;
+        if !(0.0..=(1u64 << 30) as f64).contains(&n) {
+            return Err(throw(&ctx, "randomBytes: size must be between 0 and 1 GiB"));
+        }
+        let mut b = vec![0u8; n as usize];
+        ring::rand::SystemRandom::new()
+            .fill(&mut b)
+            .map_err(|_| throw(&ctx, "randomBytes: no system randomness"))?;
+        array_buffer(&ctx, &b)
+    })?;
+    crate::rt::native(
+        ctx,
+        v,
         "concat",
-        Function::new(ctx.clone(), |ctx: Ctx<'js>, chunks: Vec<Value<'js>>| {
+        |ctx: Ctx<'js>, chunks: Vec<Value<'js>>| {
             let mut out = Vec::new();
             for c in &chunks {
                 out.extend_from_slice(&data_arg(&ctx, c, "a body part")?);
             }
             array_buffer(&ctx, &out)
-        })?,
+        },
     )?;
     Ok(())
 }

@@ -381,18 +381,17 @@ fn doc<'js>(ctx: &Ctx<'js>, v: &Value<'js>) -> rquickjs::Result<Class<'js, HtmlD
 }
 
 pub(crate) fn install<'js>(ctx: &Ctx<'js>, v: &Object<'js>) -> rquickjs::Result<()> {
-    v.set(
+    crate::rt::native(
+        ctx,
+        v,
         "htmlApi",
-        Function::new(
-            ctx.clone(),
-            |ctx: Ctx<'js>, v: Object<'js>| -> rquickjs::Result<Value<'js>> {
-                // The natives too are made on first use: a dozen functions per VU are
-                // ~3 KiB, 15 MB at 5,000 VUs that never parse HTML.
-                install_natives(&ctx, &v)?;
-                let f: Function = API.eval(&ctx)?;
-                f.call((v,))
-            },
-        )?,
+        |ctx: Ctx<'js>, v: Object<'js>| -> rquickjs::Result<Value<'js>> {
+            // The natives too are made on first use: a dozen functions per VU are
+            // ~3 KiB, 15 MB at 5,000 VUs that never parse HTML.
+            install_natives(&ctx, &v)?;
+            let f: Function = API.eval(&ctx)?;
+            f.call((v,))
+        },
     )
 }
 

@@ -194,6 +194,13 @@ pub(crate) fn array_buffer<'js>(ctx: &Ctx<'js>, b: &[u8]) -> rquickjs::Result<Va
     Ok(ArrayBuffer::new_copy(ctx.clone(), b)?.into_value())
 }
 
+/// `k6/http`'s rarely used parts, made per VU on first use (`__volley.httpMore(V, flat)`).
+static HTTP_MORE: crate::vu::SharedScript = crate::vu::SharedScript::new(
+    c"volley:http-more",
+    c"volley/http-more",
+    include_str!("../shims/k6_http_more.js"),
+);
+
 /// Install every native of these modules on `v` (the `__volley` object) and the
 /// `require`/`module` globals.
 pub(crate) fn install<'js>(
@@ -213,6 +220,18 @@ pub(crate) fn install<'js>(
     }
     if uses(&["volley/http-ext"]) {
         cookies::install(ctx, v, st)?;
+        crate::rt::native(
+            ctx,
+            v,
+            "httpMore",
+            |ctx: Ctx<'js>, v: Object<'js>, flat: Value<'js>| {
+                let f: rquickjs::Function = HTTP_MORE.eval(&ctx)?;
+                f.call::<_, Value<'js>>((v, flat))
+            },
+        )?;
+    }
+    if !crate::rt::lazy_shims(ctx) {
+        v.set("eagerShims", true)?;
     }
     commonjs::install(ctx, v, st)?;
     if uses(&["k6/http", "k6/html"]) {

@@ -45,182 +45,177 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
     let v = Object::new(ctx.clone())?;
     {
         let st = st.clone();
-        v.set(
-            "log",
-            Function::new(ctx.clone(), move |level: String, msg: String| {
-                st.shared.log(&level, &msg)
-            })?,
-        )?;
+        crate::rt::native(ctx, &v, "log", move |level: String, msg: String| {
+            st.shared.log(&level, &msg)
+        })?;
     }
     {
         let st = st.clone();
-        v.set(
-            "sleep",
-            Function::new(ctx.clone(), move |ctx: Ctx<'js>, secs: f64| {
-                if st.in_init.get() {
-                    return Err(throw(&ctx, "sleep() is not allowed in the init context"));
-                }
-                // sleep(Infinity) is a long sleep (k6), not a panic; NaN is none.
-                let d = volley_engine::clamp_secs(secs);
-                match st.wait_idle(tokio::time::sleep(d)) {
-                    Some(()) => Ok(()),
-                    None => Err(throw(&ctx, "test interrupted")),
-                }
-            })?,
-        )?;
+        crate::rt::native(ctx, &v, "sleep", move |ctx: Ctx<'js>, secs: f64| {
+            if st.in_init.get() {
+                return Err(throw(&ctx, "sleep() is not allowed in the init context"));
+            }
+            // sleep(Infinity) is a long sleep (k6), not a panic; NaN is none.
+            let d = volley_engine::clamp_secs(secs);
+            match st.wait_idle(tokio::time::sleep(d)) {
+                Some(()) => Ok(()),
+                None => Err(throw(&ctx, "test interrupted")),
+            }
+        })?;
     }
+    crate::rt::native(
+        ctx,
+        &v,
+        "consoleFormat",
+        |ctx: Ctx<'js>| -> rquickjs::Result<Value<'js>> {
+            let f: Function = CONSOLE_FORMAT.eval(&ctx)?;
+            f.call(())
+        },
+    )?;
     crate::check::install(ctx, &v, st)?;
     {
         let st = st.clone();
-        v.set(
-            "groupEnter",
-            Function::new(ctx.clone(), move |ctx: Ctx<'js>, name: String| {
-                if st.in_init.get() {
-                    return Err(throw(&ctx, "group() is not allowed in the init context"));
-                }
-                if name.contains("::") {
-                    return Err(throw(&ctx, "group names may not contain '::'"));
-                }
-                {
-                    let mut g = st.group.borrow_mut();
-                    g.push_str("::");
-                    g.push_str(&name);
-                }
-                st.group_changed();
-                st.group_starts.borrow_mut().push(Instant::now());
-                Ok(())
-            })?,
-        )?;
+        crate::rt::native(ctx, &v, "groupEnter", move |ctx: Ctx<'js>, name: String| {
+            if st.in_init.get() {
+                return Err(throw(&ctx, "group() is not allowed in the init context"));
+            }
+            if name.contains("::") {
+                return Err(throw(&ctx, "group names may not contain '::'"));
+            }
+            {
+                let mut g = st.group.borrow_mut();
+                g.push_str("::");
+                g.push_str(&name);
+            }
+            st.group_changed();
+            st.group_starts.borrow_mut().push(Instant::now());
+            Ok(())
+        })?;
     }
     {
         let st = st.clone();
-        v.set(
-            "groupLeave",
-            Function::new(ctx.clone(), move || {
-                let Some(t0) = st.group_starts.borrow_mut().pop() else {
-                    return;
+        crate::rt::native(ctx, &v, "groupLeave", move || {
+            let Some(t0) = st.group_starts.borrow_mut().pop() else {
+                return;
+            };
+            let took = t0.elapsed();
+            let tags = st.base_tags();
+            // An interrupted group has no duration (k6 drops samples of a cut iteration).
+            if !st.interrupted.get() {
+                let mut rec = st.rec.borrow_mut();
+                let key = MetricKey {
+                    name: volley_metrics::names::GROUP_DURATION.into(),
+                    tags,
                 };
-                let took = t0.elapsed();
-                let tags = st.base_tags();
-                // An interrupted group has no duration (k6 drops samples of a cut iteration).
-                if !st.interrupted.get() {
-                    let mut rec = st.rec.borrow_mut();
-                    let key = MetricKey {
-                        name: volley_metrics::names::GROUP_DURATION.into(),
-                        tags,
-                    };
-                    rec.record_keyed(key, MetricKind::Trend, Unit::Time, |r, h| {
-                        r.trend_us(h, took.as_micros() as u64)
-                    });
-                }
-                {
-                    let mut g = st.group.borrow_mut();
-                    let cut = g.rfind("::").unwrap_or(0);
-                    g.truncate(cut);
-                }
-                st.group_changed();
-            })?,
-        )?;
+                rec.record_keyed(key, MetricKind::Trend, Unit::Time, |r, h| {
+                    r.trend_us(h, took.as_micros() as u64)
+                });
+            }
+            {
+                let mut g = st.group.borrow_mut();
+                let cut = g.rfind("::").unwrap_or(0);
+                g.truncate(cut);
+            }
+            st.group_changed();
+        })?;
     }
     {
         let st = st.clone();
-        v.set(
+        crate::rt::native(
+            ctx,
+            &v,
             "metric",
-            Function::new(
-                ctx.clone(),
-                move |ctx: Ctx<'js>, name: String, kind: u32, is_time: bool| {
-                    if !st.in_init.get() {
-                        return Err(throw(
-                            &ctx,
-                            "metrics must be declared in the init context (outside functions)",
-                        ));
-                    }
-                    let valid = !name.is_empty()
-                        && name.len() <= 128
-                        && name
-                            .chars()
-                            .next()
-                            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-                    if !valid {
-                        return Err(throw(
-                            &ctx,
-                            &format!(
-                                "invalid metric name '{name}': use letters, digits and _, \
+            move |ctx: Ctx<'js>, name: String, kind: u32, is_time: bool| {
+                if !st.in_init.get() {
+                    return Err(throw(
+                        &ctx,
+                        "metrics must be declared in the init context (outside functions)",
+                    ));
+                }
+                let valid = !name.is_empty()
+                    && name.len() <= 128
+                    && name
+                        .chars()
+                        .next()
+                        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if !valid {
+                    return Err(throw(
+                        &ctx,
+                        &format!(
+                            "invalid metric name '{name}': use letters, digits and _, \
                                  starting with a letter or _, at most 128 characters"
-                            ),
+                        ),
+                    ));
+                }
+                let kind = match kind {
+                    0 => MetricKind::Counter,
+                    1 => MetricKind::Gauge,
+                    2 => MetricKind::Rate,
+                    _ => MetricKind::Trend,
+                };
+                let unit = if is_time && kind == MetricKind::Trend {
+                    Unit::Time
+                } else {
+                    Unit::Default
+                };
+                if let Some(builtin) = volley_metrics::names::BUILTIN
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                {
+                    if builtin.1 != kind {
+                        return Err(throw(
+                            &ctx,
+                            &format!("metric '{name}' is built in with another type"),
                         ));
                     }
-                    let kind = match kind {
-                        0 => MetricKind::Counter,
-                        1 => MetricKind::Gauge,
-                        2 => MetricKind::Rate,
-                        _ => MetricKind::Trend,
-                    };
-                    let unit = if is_time && kind == MetricKind::Trend {
-                        Unit::Time
-                    } else {
-                        Unit::Default
-                    };
-                    if let Some(builtin) = volley_metrics::names::BUILTIN
-                        .iter()
-                        .find(|(n, _)| *n == name)
-                    {
-                        if builtin.1 != kind {
-                            return Err(throw(
-                                &ctx,
-                                &format!("metric '{name}' is built in with another type"),
-                            ));
-                        }
+                }
+                let mut reg = st.shared.metrics.lock().unwrap();
+                match reg.get(&name) {
+                    Some((k, _)) if *k != kind => {
+                        return Err(throw(
+                            &ctx,
+                            &format!("metric '{name}' was already declared with another type"),
+                        ))
                     }
-                    let mut reg = st.shared.metrics.lock().unwrap();
-                    match reg.get(&name) {
-                        Some((k, _)) if *k != kind => {
-                            return Err(throw(
-                                &ctx,
-                                &format!("metric '{name}' was already declared with another type"),
-                            ))
-                        }
-                        Some(_) => {}
-                        None => {
-                            reg.insert(name.clone(), (kind, unit));
-                        }
+                    Some(_) => {}
+                    None => {
+                        reg.insert(name.clone(), (kind, unit));
                     }
-                    let mut m = st.metrics.borrow_mut();
-                    m.push((name, kind, unit));
-                    Ok(m.len() as u32 - 1)
-                },
-            )?,
+                }
+                let mut m = st.metrics.borrow_mut();
+                m.push((name, kind, unit));
+                Ok(m.len() as u32 - 1)
+            },
         )?;
     }
     {
         let st = st.clone();
-        v.set(
+        crate::rt::native(
+            ctx,
+            &v,
             "metricAdd",
-            Function::new(
-                ctx.clone(),
-                move |ctx: Ctx<'js>, id: u32, value: f64, tags: Opt<Value<'js>>| {
-                    if st.in_init.get() {
-                        return Err(throw(
-                            &ctx,
-                            "metrics cannot be added to in the init context",
-                        ));
-                    }
-                    if !value.is_finite() {
-                        return Err(throw(&ctx, "metric values must be finite numbers"));
-                    }
-                    let (name, kind, unit) = match st.metrics.borrow().get(id as usize) {
-                        Some(m) => m.clone(),
-                        None => return Err(throw(&ctx, "unknown metric")),
-                    };
-                    let mut t = st.base_tags();
-                    add_tags(&mut t, tags.0)?;
-                    let mut rec = st.rec.borrow_mut();
-                    let key = MetricKey { name, tags: t };
-                    rec.record_keyed(key, kind, unit, |r, h| r.add(h, value));
-                    Ok(())
-                },
-            )?,
+            move |ctx: Ctx<'js>, id: u32, value: f64, tags: Opt<Value<'js>>| {
+                if st.in_init.get() {
+                    return Err(throw(
+                        &ctx,
+                        "metrics cannot be added to in the init context",
+                    ));
+                }
+                if !value.is_finite() {
+                    return Err(throw(&ctx, "metric values must be finite numbers"));
+                }
+                let (name, kind, unit) = match st.metrics.borrow().get(id as usize) {
+                    Some(m) => m.clone(),
+                    None => return Err(throw(&ctx, "unknown metric")),
+                };
+                let mut t = st.base_tags();
+                add_tags(&mut t, tags.0)?;
+                let mut rec = st.rec.borrow_mut();
+                let key = MetricKey { name, tags: t };
+                rec.record_keyed(key, kind, unit, |r, h| r.add(h, value));
+                Ok(())
+            },
         )?;
     }
     crate::http::install(ctx, &v, st)?;
@@ -287,6 +282,13 @@ pub(crate) fn install_globals<'js>(ctx: &Ctx<'js>, st: &Rc<VuState>) -> rquickjs
 /// The console shim: globals, not a module.
 static CONSOLE: SharedScript =
     SharedScript::new(c"volley:console", c"eval_script", script::CONSOLE_JS);
+
+/// The console's formatting, made per VU on its first call (`__volley.consoleFormat()`).
+static CONSOLE_FORMAT: SharedScript = SharedScript::new(
+    c"volley:console-format",
+    c"volley/console-format",
+    include_str!("../shims/console_format.js"),
+);
 
 extern "C" {
     // Added to the vendored QuickJS (vendor/rquickjs-sys/VOLLEY.md, "Code shared by a
