@@ -15,8 +15,11 @@
 //! sleeping between iterations only needs the frames above its suspension point.
 //! [`Frames::release_below`] drops the pages below it (`MADV_DONTNEED`: they come back
 //! zeroed on the next touch, for a page fault each); `JsVu` calls it once after init and
-//! when an idle wait lasts [`release_delay`] (100 ms by default, `VOLLEY_STACK_RELEASE_MS`;
-//! `off` never), so a busy VU never pays for it.
+//! when an idle wait lasts [`release_delay`] (20 ms by default, `VOLLEY_STACK_RELEASE_MS`;
+//! `off` never), so a busy VU never pays for it. 20 rather than 100 ms: a VU keeps its
+//! request's deeper pages until then, and at 5,000 VUs sleeping 1 s that was ~4 MB of peak
+//! RSS (bench/RESULTS.md, 2026-11-28 13:38); the cost is a madvise and two page faults per
+//! wait of 20 ms or more.
 
 use super::CO_STACK;
 use corosensei::stack::{DefaultStack, Stack, StackPointer};
@@ -42,13 +45,17 @@ fn page() -> usize {
     })
 }
 
+const DEFAULT_RELEASE_MS: u64 = 20;
+
 /// How long an idle wait lasts before its stack's lower pages are released (None: never).
 pub(crate) fn release_delay() -> Option<Duration> {
     static DELAY: OnceLock<Option<Duration>> = OnceLock::new();
     *DELAY.get_or_init(|| match std::env::var("VOLLEY_STACK_RELEASE_MS") {
         Ok(v) if v == "off" => None,
-        Ok(v) => Some(Duration::from_millis(v.parse().unwrap_or(100))),
-        Err(_) => Some(Duration::from_millis(100)),
+        Ok(v) => Some(Duration::from_millis(
+            v.parse().unwrap_or(DEFAULT_RELEASE_MS),
+        )),
+        Err(_) => Some(Duration::from_millis(DEFAULT_RELEASE_MS)),
     })
 }
 
