@@ -189,7 +189,10 @@ impl<T: Tally> AsyncWrite for Io<T> {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Io::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Io::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            Io::Tls(s) => {
+                let r = Pin::new(s.as_mut()).poll_write(cx, buf);
+                alert_instead(s, r)
+            }
         }
     }
 
@@ -200,7 +203,10 @@ impl<T: Tally> AsyncWrite for Io<T> {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Io::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-            Io::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+            Io::Tls(s) => {
+                let r = Pin::new(s.as_mut()).poll_write_vectored(cx, bufs);
+                alert_instead(s, r)
+            }
         }
     }
 
@@ -214,7 +220,10 @@ impl<T: Tally> AsyncWrite for Io<T> {
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Io::Plain(s) => Pin::new(s).poll_flush(cx),
-            Io::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            Io::Tls(s) => {
+                let r = Pin::new(s.as_mut()).poll_flush(cx);
+                alert_instead(s, r)
+            }
         }
     }
 
@@ -224,6 +233,48 @@ impl<T: Tally> AsyncWrite for Io<T> {
             Io::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
+}
+
+/// A TLS write that fails because the peer has closed (broken pipe, reset) mostly follows
+/// the peer's alert saying why: a client certificate required, a certificate it rejects. The
+/// alert is still in the socket's receive queue; read it, so the error names the cause
+/// instead of the broken pipe (whether a write or a read meets the close first is timing).
+/// Read through a duplicate of the descriptor: tokio's own read would wait for a readiness
+/// event its driver may not have seen yet.
+fn alert_instead<T: Tally, R>(
+    s: &mut TlsStream<Counted<TcpStream, T>>,
+    r: Poll<io::Result<R>>,
+) -> Poll<io::Result<R>> {
+    match r {
+        Poll::Ready(Err(e))
+            if matches!(
+                e.kind(),
+                io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+            ) =>
+        {
+            Poll::Ready(Err(pending_alert(s).unwrap_or(e)))
+        }
+        r => r,
+    }
+}
+
+fn pending_alert<T>(s: &mut TlsStream<Counted<TcpStream, T>>) -> Option<io::Error> {
+    use std::os::fd::AsFd;
+    let (counted, tls) = s.get_mut();
+    let fd = counted.inner.as_fd().try_clone_to_owned().ok()?;
+    // Non-blocking like the original (one open file): an empty queue ends the loop.
+    let mut raw = std::net::TcpStream::from(fd);
+    for _ in 0..8 {
+        match tls.read_tls(&mut raw) {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {
+                if let Err(alert) = tls.process_new_packets() {
+                    return Some(io::Error::new(io::ErrorKind::InvalidData, alert));
+                }
+            }
+        }
+    }
+    None
 }
 
 /// Opens TCP (with TCP_NODELAY) and, for https targets, does the TLS handshake with
