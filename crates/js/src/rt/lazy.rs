@@ -71,7 +71,11 @@ where
     F: IntoJsFunc<'js, P> + 'js,
     P: 'js,
 {
-    let Some(pending) = pending(ctx).filter(|p| p.lazy) else {
+    // A placeholder is found again by its name alone: a second native of the same name (on
+    // another object) is made at once rather than risk handing out the wrong closure.
+    let Some(pending) =
+        pending(ctx).filter(|p| p.lazy && !p.list.borrow().iter().any(|(n, _)| *n == name))
+    else {
         return obj.set(name, Function::new(ctx.clone(), f)?);
     };
     static HANDLER: Once = Once::new();
@@ -162,6 +166,23 @@ mod tests {
             qjs::JS_ComputeMemoryUsage(qjs::JS_GetRuntime(ctx.as_raw().as_ptr()), &mut m);
             m.obj_count
         }
+    }
+
+    /// Two natives of one name on different objects each call their own closure.
+    #[test]
+    fn natives_sharing_a_name_keep_their_own_closures() {
+        let rt = Runtime::new().unwrap();
+        let c = Context::full(&rt).unwrap();
+        c.with(|ctx| {
+            let _data = DropVuData(&ctx);
+            for tag in ["x", "y"] {
+                let o = Object::new(ctx.clone()).unwrap();
+                native(&ctx, &o, "f", move || tag.to_string()).unwrap();
+                ctx.globals().set(tag.to_uppercase(), o).unwrap();
+            }
+            let out: String = ctx.eval("Y.f() + X.f()").unwrap();
+            assert_eq!(out, "yx");
+        });
     }
 
     /// A native defined with `native` is a placeholder until first used: it costs no
