@@ -6,11 +6,14 @@ crates/testserver/src/ws.rs), so the conformance scripts in tests/k6/ give the s
 against either server; the WebSocket framing, handshake, ping/pong and close handling are the
 `websockets` library's own, not Volley's.
 
-    python3 tests/ws/echo_server.py [PORT]     # prints "listening PORT" once ready
+    python3 tests/ws/echo_server.py [PORT] [--deflate]   # prints "listening PORT" once ready
+
+With --deflate the server accepts permessage-deflate (the library's defaults) when offered.
 
 Any path echoes. Commands (text messages): `!close CODE [REASON]`, `!ping` (payload "srv"),
 `!burst N`, `!binary N`, `!headers` (the upgrade request's headers as JSON, names lower-case),
-`!drop` (closes the TCP connection without a close frame). The first subprotocol offered is
+`!drop` (closes the TCP connection without a close frame), `!frag N` (N bytes as
+above, binary, sent in 4 fragments). The first subprotocol offered is
 accepted. The server exits when stdin closes, so a test that dies never leaves it behind.
 """
 
@@ -53,6 +56,11 @@ async def handler(ws):
                 if cmd == "headers":
                     await ws.send(json.dumps(headers))
                     continue
+                if cmd == "frag":
+                    data = bytes(i % 256 for i in range(min(int(arg), MAX_BINARY)))
+                    q = max(1, len(data) // 4)
+                    await ws.send([data[i : i + q] for i in range(0, len(data), q)])
+                    continue
                 if cmd == "drop":
                     ws.transport.abort()
                     return
@@ -62,15 +70,16 @@ async def handler(ws):
 
 
 async def main():
-    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    args = [a for a in sys.argv[1:] if a != "--deflate"]
+    port = int(args[0]) if args else 0
     async with serve(
         handler,
         "127.0.0.1",
         port,
         select_subprotocol=first_offered,
         max_size=64 << 20,
-        # No compression: frames on the wire are what the client sent.
-        compression=None,
+        # No compression unless asked: frames on the wire are what the client sent.
+        compression="deflate" if "--deflate" in sys.argv else None,
         ping_interval=None,
     ) as server:
         bound = server.sockets[0].getsockname()[1]

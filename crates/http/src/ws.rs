@@ -20,14 +20,19 @@ use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{Error as TError, Message};
-use tokio_tungstenite::WebSocketStream;
 
 use crate::client::ClientSettings;
 use crate::error::ErrorClass;
-use crate::transport::{self, Io, WireCounters};
+use crate::transport::{self, WireCounters};
 use crate::url::Target;
 
+mod codec;
+#[cfg(test)]
+mod codec_tests;
+mod deflate;
 mod frames;
+mod handshake;
+mod socket;
 pub use frames::Frame;
 
 /// k6's handshake timeout (gorilla's dialer there: 60 s, not configurable).
@@ -51,6 +56,8 @@ pub struct WsRequest {
     pub headers: Vec<(String, String)>,
     /// `Sec-WebSocket-Protocol` values offered.
     pub protocols: Vec<String>,
+    /// Offer permessage-deflate (k6's `compression: "deflate"`); used when the server accepts.
+    pub compression: bool,
 }
 
 /// The server's answer to the upgrade request (also on a refused upgrade).
@@ -112,7 +119,7 @@ impl WsSender {
     }
 }
 
-type Stream = WebSocketStream<Io<Arc<WireCounters>>>;
+type Stream = socket::Socket;
 
 /// A message built once and sent many times (quick mode's fixed payload): each send clones a
 /// reference count, not the bytes, and allocates nothing.
@@ -201,7 +208,14 @@ pub async fn connect(
         .max_message_size(Some(MAX_MESSAGE))
         .read_buffer_size(READ_BUFFER);
     let left = deadline.saturating_duration_since(Instant::now());
-    let upgrade = tokio_tungstenite::client_async_with_config(request, io, Some(config));
+    let upgrade = async {
+        if req.compression {
+            return handshake::upgrade(request, io, config).await;
+        }
+        let (ws, resp) =
+            tokio_tungstenite::client_async_with_config(request, io, Some(config)).await?;
+        Ok((socket::Socket::Plain(ws), resp))
+    };
     let (ws, resp) = match tokio::time::timeout(left, upgrade).await {
         Err(_) => {
             return Err(fail(
@@ -511,7 +525,7 @@ impl WsConn {
             None | Some(TError::ConnectionClosed) | Some(TError::AlreadyClosed) => {
                 self.gone_with("websocket: close 1006 (abnormal closure): unexpected EOF".into())
             }
-            Some(e) => self.gone_with(format!("websocket: {e}")),
+            Some(e) => self.gone_with(codec::error_text(&e)),
         }
     }
 

@@ -75,6 +75,7 @@ pub fn plan(cfg: &WsConfig, monitor: &MonitorPlan) -> Result<(VuPlan, Arc<WsFact
             url: cfg.url.clone(),
             headers: cfg.headers.clone(),
             protocols: cfg.subprotocols.clone(),
+            compression: false,
         },
         settings,
         duration,

@@ -201,11 +201,14 @@ fn open_args<'js>(ctx: &Ctx<'js>, st: &VuState, a: Object<'js>) -> rquickjs::Res
     let protocols: Vec<String> = a
         .get::<_, Option<Vec<String>>>("protocols")?
         .unwrap_or_default();
+    // k6's `compression: "deflate"` (the shims validate the value).
+    let compression = a.get::<_, Option<bool>>("compression")?.unwrap_or(false);
     Ok(OpenArgs {
         req: WsRequest {
             url,
             headers,
             protocols,
+            compression,
         },
         tags,
         jar,

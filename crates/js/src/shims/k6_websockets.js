@@ -4,7 +4,7 @@
 // nothing is pending, as in k6.
 const V = globalThis.__volley;
 import { flat } from "volley/http-ext";
-import { closeError } from "volley/ws-common";
+import { closeError, wantsDeflate } from "volley/ws-common";
 const sockets = new Map();
 
 V.wsOnEvent((id, ev) => {
@@ -74,9 +74,7 @@ export class WebSocket {
     for (const k of Object.keys(p)) {
       if (!["headers", "tags", "jar", "compression"].includes(k)) throw new Error("unknown WebSocket's option " + k);
     }
-    if (p.compression !== undefined && String(p.compression).trim() !== "deflate") {
-      throw new Error(`unsupported compression algorithm '${String(p.compression).trim()}', supported algorithm is 'deflate'`);
-    }
+    const compression = wantsDeflate(p, false);
     let protos = [];
     if (typeof protocols === "string") protos = [protocols];
     else if (Array.isArray(protocols)) protos = protocols.map(String);
@@ -90,7 +88,7 @@ export class WebSocket {
     this._code = 0;
     this._reason = "";
     const jar = p.jar === undefined || p.jar === null ? undefined : p.jar._id;
-    const a = { url: u, headers: flat(p.headers), tags: flat(p.tags), jar, protocols: protos, nameTag: true };
+    const a = { url: u, headers: flat(p.headers), tags: flat(p.tags), jar, protocols: protos, compression, nameTag: true };
     this._id = V.wsOpenAsync(a);
     sockets.set(this._id, this);
   }

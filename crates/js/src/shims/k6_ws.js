@@ -3,7 +3,7 @@
 // Natives: src/modules/ws.rs.
 const V = globalThis.__volley;
 import { flat } from "volley/http-ext";
-import { closeError } from "volley/ws-common";
+import { closeError, wantsDeflate } from "volley/ws-common";
 
 // k6 hands Go errors to the "error" handlers: `e.error()` is the message.
 function goError(msg) {
@@ -115,7 +115,8 @@ export function connect(url, params, callback) {
   if (typeof callback !== "function") throw new Error("last argument to ws.connect must be a function");
   const p = params === undefined || params === null ? {} : params;
   const jar = p.jar === undefined || p.jar === null ? undefined : p.jar._id;
-  const r = V.wsOpen({ url: String(url), headers: flat(p.headers), tags: flat(p.tags), jar, protocols: [] });
+  const compression = wantsDeflate(p, true);
+  const r = V.wsOpen({ url: String(url), headers: flat(p.headers), tags: flat(p.tags), jar, protocols: [], compression });
   if (r.error) {
     V.wsEnd(r.id);
     if (r.throw) throw new Error(r.error);

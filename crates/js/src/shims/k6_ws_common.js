@@ -11,3 +11,15 @@ const CLOSE_TEXT = {
 export function closeError(code, reason) {
   return "websocket: close " + code + (CLOSE_TEXT[code] || "") + (reason ? ": " + reason : "");
 }
+
+// k6's `compression` param: "deflate" (trimmed) asks for permessage-deflate; anything else is
+// k6's error. k6/ws also takes "" for none, k6/websockets does not.
+export function wantsDeflate(p, emptyIsNone) {
+  if (!("compression" in p)) return false;
+  const algo = String(p.compression).trim();
+  if (algo === "" && emptyIsNone) return false;
+  if (algo !== "deflate") {
+    throw new Error(`unsupported compression algorithm '${algo}', supported algorithm is 'deflate'`);
+  }
+  return true;
+}
