@@ -38,6 +38,11 @@ fn repo() -> PathBuf {
 }
 
 fn py_server() -> Option<PyServer> {
+    py_server_with(&[])
+}
+
+/// The Python server started with `args` (e.g. `--deflate`).
+fn py_server_with(args: &[&str]) -> Option<PyServer> {
     let probe = Command::new("python3")
         .args(["-c", "import websockets"])
         .output();
@@ -47,6 +52,7 @@ fn py_server() -> Option<PyServer> {
     }
     let mut child = Command::new("python3")
         .arg(repo().join("tests/ws/echo_server.py"))
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -80,6 +86,17 @@ fn k6() -> Option<PathBuf> {
 /// Run tests/k6/NAME with BASE (HTTP parts: `volley target`) and WS (the Python server) under
 /// `tool` ("volley" or a k6 path); the summary export.
 fn export(tool: Option<&PathBuf>, name: &str, base: &str, ws: &str) -> Value {
+    export_env(tool, name, base, ws, &[])
+}
+
+/// [`export`] with more `-e` variables.
+fn export_env(
+    tool: Option<&PathBuf>,
+    name: &str,
+    base: &str,
+    ws: &str,
+    env: &[(&str, &str)],
+) -> Value {
     let dir = scratch(&format!("ws-indep-{name}"));
     let path = dir.join(if tool.is_some() {
         "k6.json"
@@ -101,6 +118,10 @@ fn export(tool: Option<&PathBuf>, name: &str, base: &str, ws: &str) -> Value {
         }
     };
     cmd.args(["-e", &format!("BASE={base}"), "-e", &format!("WS={ws}")])
+        .args(
+            env.iter()
+                .flat_map(|(k, v)| ["-e".to_string(), format!("{k}={v}")]),
+        )
         .arg("--summary-export")
         .arg(&path)
         .arg(&script);
@@ -221,4 +242,70 @@ fn volley_ws_counts_every_echo_of_python_websockets() {
     let o = output_within(&mut cmd, Duration::from_secs(60));
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert_eq!(json(&o)["errors"]["closed 4003"], 2);
+}
+
+/// permessage-deflate against the `websockets` package with compression on (tests/k6/
+/// ws_deflate.js: k6/ws and k6/websockets, text and binary, small and over 64 KiB, a binary
+/// the server fragments): negotiated with k6's parameters, every message equal, the same
+/// counts as uncompressed; the wire bytes both ways are a fraction of the uncompressed run's
+/// (data_received/data_sent count compressed bytes, as k6). A server without compression
+/// declines the offer: a plain connection, the same messages and bytes as uncompressed.
+/// Where k6 is installed it gives the same checks and counts, and the bytes received (±1%).
+#[test]
+fn deflate_round_trips_against_python_websockets() {
+    let Some(zip) = py_server_with(&["--deflate"]) else {
+        return;
+    };
+    let Some(plain) = py_server() else { return };
+    let _serial = exclusive();
+    let t = target();
+    let base = format!("http://{}", t.local_addr());
+    let zip_url = format!("ws://127.0.0.1:{}/", zip.port);
+    let plain_url = format!("ws://127.0.0.1:{}/", plain.port);
+    let k6 = k6();
+    if k6.is_none() {
+        eprintln!("k6 not found (set K6=/path/to/k6): the k6 half skipped");
+    }
+    let name = "ws_deflate.js";
+    let mut received = Vec::new();
+    for tool in std::iter::once(None).chain(k6.as_ref().map(Some)) {
+        let who = if tool.is_some() { "k6" } else { "volley" };
+        let on = export_env(tool, name, &base, &zip_url, &[("EXPECT_DEFLATE", "1")]);
+        let off = export_env(tool, name, &base, &zip_url, &[("COMPRESSION", "")]);
+        let declined = export_env(tool, name, &base, &plain_url, &[]);
+        for (run, v) in [
+            ("deflate", &on),
+            ("uncompressed", &off),
+            ("declined", &declined),
+        ] {
+            assert_eq!(failed_checks(v), vec![], "{who} {run}");
+            let counts = (
+                count(v, "ws_msgs_sent"),
+                count(v, "ws_msgs_received"),
+                count(v, "ws_sessions"),
+            );
+            assert_eq!(counts, (16, 14, 4), "{who} {run}");
+        }
+        for metric in ["data_received", "data_sent"] {
+            let (zipped, full) = (count(&on, metric), count(&off, metric));
+            assert!(
+                zipped * 5 < full,
+                "{who} {metric}: {zipped} compressed, {full} not"
+            );
+            let declined = count(&declined, metric);
+            assert!(
+                declined.abs_diff(full) < full / 100,
+                "{who} {metric}: {declined} vs {full}"
+            );
+        }
+        received.push(count(&on, "data_received"));
+    }
+    // The server compresses alike for both clients (the close frames may differ by a few bytes).
+    if let [volley, k6] = received[..] {
+        assert!(
+            volley.abs_diff(k6) < k6 / 100,
+            "data_received: volley {volley}, k6 {k6}"
+        );
+    }
+    t.shutdown();
 }
