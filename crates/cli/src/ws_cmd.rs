@@ -54,6 +54,10 @@ pub struct WsArgs {
     /// Offer a subprotocol (Sec-WebSocket-Protocol; repeatable)
     #[arg(long = "subprotocol", value_name = "NAME")]
     pub subprotocols: Vec<String>,
+    /// Offer permessage-deflate (RFC 7692) as k6's `compression: "deflate"` does; used when
+    /// the server accepts (data_sent/data_received then count compressed bytes)
+    #[arg(long, value_name = "ALGORITHM", value_parser = ["deflate"])]
+    pub compression: Option<String>,
     /// Handshake header "Name: value" (repeatable)
     #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
     pub headers: Vec<String>,
@@ -211,6 +215,7 @@ fn config(a: &WsArgs) -> Result<WsConfig, String> {
         url: a.url.clone(),
         headers,
         subprotocols: a.subprotocols.clone(),
+        compression: a.compression.is_some(),
         payload,
         binary: a.binary,
         connections: a.connections.min(a.messages.unwrap_or(u64::MAX)) as usize,

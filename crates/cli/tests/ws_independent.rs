@@ -251,6 +251,7 @@ fn volley_ws_counts_every_echo_of_python_websockets() {
 /// (data_received/data_sent count compressed bytes, as k6). A server without compression
 /// declines the offer: a plain connection, the same messages and bytes as uncompressed.
 /// Where k6 is installed it gives the same checks and counts, and the bytes received (±1%).
+/// `volley ws --compression deflate` matches every echo, in a fraction of the bytes.
 #[test]
 fn deflate_round_trips_against_python_websockets() {
     let Some(zip) = py_server_with(&["--deflate"]) else {
@@ -300,6 +301,26 @@ fn deflate_round_trips_against_python_websockets() {
         }
         received.push(count(&on, "data_received"));
     }
+    // Quick mode: every echo matched with and without --compression; fewer bytes with it.
+    let url = format!("{zip_url}echo");
+    let mut bytes = Vec::new();
+    for extra in [&["--compression", "deflate"][..], &[][..]] {
+        let mut cmd = volley();
+        cmd.args([
+            "ws", &url, "-n", "400", "-c", "2", "--size", "2000", "--json",
+        ])
+        .args(extra);
+        let o = output_within(&mut cmd, Duration::from_secs(60));
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let j = json(&o);
+        assert_eq!(j["messages_received"], 400, "{extra:?}");
+        assert_eq!(j["unmatched"], 0, "{extra:?}");
+        bytes.push((j["bytes_sent"].as_u64(), j["bytes_received"].as_u64()));
+    }
+    let ((Some(zs), Some(zr)), (Some(ps), Some(pr))) = (bytes[0], bytes[1]) else {
+        panic!("{bytes:?}")
+    };
+    assert!(zs * 5 < ps && zr * 5 < pr, "{bytes:?}");
     // The server compresses alike for both clients (the close frames may differ by a few bytes).
     if let [volley, k6] = received[..] {
         assert!(

@@ -78,6 +78,8 @@ pub struct WsConfig {
     pub headers: Vec<(String, String)>,
     /// `Sec-WebSocket-Protocol` values offered.
     pub subprotocols: Vec<String>,
+    /// Offer permessage-deflate (`--compression deflate`).
+    pub compression: bool,
     pub payload: Payload,
     /// Send binary frames instead of text.
     pub binary: bool,
