@@ -41,6 +41,11 @@ enum State {
     Done,
 }
 
+/// A frame read: (fin, rsv1, opcode, payload).
+type RawFrame = (bool, bool, u8, Bytes);
+/// A read that fails the connection: the close code to send and the error.
+type Fail = (CloseCode, TError);
+
 /// A message being gathered from fragments.
 struct Partial {
     text: bool,
@@ -143,14 +148,12 @@ impl DeflateStream {
             Message::Binary(b) => self.put_data(0x2, &b),
             Message::Ping(p) => self.put_frame(0x9, false, &p),
             Message::Pong(p) => self.put_frame(0xA, false, &p),
-            Message::Close(frame) => match self.state {
-                State::Active => {
-                    self.state = State::ClosedByUs;
-                    self.put_close(frame.as_ref());
-                }
-                // The reply is queued already, or the session is over.
-                _ => {}
-            },
+            // Otherwise the reply is queued already, or the session is over.
+            Message::Close(frame) if self.state == State::Active => {
+                self.state = State::ClosedByUs;
+                self.put_close(frame.as_ref());
+            }
+            Message::Close(_) => {}
             Message::Frame(_) => {}
         }
         Ok(())
@@ -197,7 +200,7 @@ impl DeflateStream {
     }
 
     /// One frame from the read buffer: (fin, rsv1, opcode, payload); None when incomplete.
-    fn parse_frame(&mut self) -> Result<Option<(bool, bool, u8, Bytes)>, (CloseCode, TError)> {
+    fn parse_frame(&mut self) -> Result<Option<RawFrame>, Fail> {
         let b = &self.rbuf[..];
         if b.len() < 2 {
             return Ok(None);
@@ -216,6 +219,10 @@ impl DeflateStream {
         }
         if masked {
             return protocol(ProtocolError::MaskedFrameFromServer);
+        }
+        // Before its payload is waited for: a control frame is never worth buffering more.
+        if op >= 0x8 && len > 125 {
+            return protocol(ProtocolError::ControlFrameTooBig);
         }
         let held = self.partial.as_ref().map_or(0, |p| p.data.len());
         if len.saturating_add(held as u64) > self.max_message as u64 {
@@ -237,10 +244,7 @@ impl DeflateStream {
     }
 
     /// A frame's meaning: a whole message, or None while a message is still being gathered.
-    fn on_frame(
-        &mut self,
-        (fin, rsv1, op, payload): (bool, bool, u8, Bytes),
-    ) -> Result<Option<Message>, (CloseCode, TError)> {
+    fn on_frame(&mut self, (fin, rsv1, op, payload): RawFrame) -> Result<Option<Message>, Fail> {
         let protocol = |e| Err((CloseCode::Protocol, TError::Protocol(e)));
         if self.state == State::ClosedByPeer {
             return protocol(ProtocolError::ReceivedAfterClosing);
@@ -313,7 +317,7 @@ impl DeflateStream {
         text_or_binary(p.text, Bytes::from(data)).map(Some)
     }
 
-    fn on_close(&mut self, payload: &[u8]) -> Result<Message, (CloseCode, TError)> {
+    fn on_close(&mut self, payload: &[u8]) -> Result<Message, Fail> {
         let frame = match payload.len() {
             0 => None,
             1 => {
@@ -339,7 +343,6 @@ impl DeflateStream {
                     },
                 });
                 self.put_close(reply.as_ref());
-                self.state = State::ClosedByPeer;
             }
             _ => self.state = State::Done,
         }
@@ -347,7 +350,7 @@ impl DeflateStream {
     }
 }
 
-fn text_or_binary(text: bool, data: Bytes) -> Result<Message, (CloseCode, TError)> {
+fn text_or_binary(text: bool, data: Bytes) -> Result<Message, Fail> {
     if !text {
         return Ok(Message::Binary(data));
     }

@@ -14,6 +14,8 @@ use tokio_tungstenite::WebSocketStream;
 use super::codec::DeflateStream;
 use crate::transport::{Io, WireCounters};
 
+// The plain variant, by far the more common, stays inline: no pointer hop on its hot path.
+#[allow(clippy::large_enum_variant)]
 pub enum Socket {
     Plain(WebSocketStream<Io<Arc<WireCounters>>>),
     Deflate(Box<DeflateStream>),
