@@ -241,6 +241,39 @@ mod tests {
         }
     }
 
+    /// A server that keeps its window (it did not answer server_no_context_takeover) sends
+    /// a second message that refers back into the first: our inflater keeps the window then;
+    /// the second message is shorter than it would be alone.
+    #[test]
+    fn the_servers_window_is_kept_unless_it_said_otherwise() {
+        let mut server = Compress::new(Compression::fast(), false);
+        let msg = b"the same sentence, said twice over, compresses by reference".repeat(3);
+        let mut wire = Vec::new();
+        for _ in 0..2 {
+            let mut c = Vec::with_capacity(4096);
+            server
+                .compress_vec(&msg, &mut c, FlushCompress::Sync)
+                .unwrap();
+            assert_eq!(c[c.len() - 4..], TAIL);
+            c.truncate(c.len() - 4);
+            wire.push(c);
+        }
+        assert!(
+            wire[1].len() < wire[0].len(),
+            "{} {}",
+            wire[1].len(),
+            wire[0].len()
+        );
+        let mut d = Deflate::new(params(false));
+        for w in &wire {
+            assert_eq!(d.decompress(w, 1 << 20).unwrap(), msg);
+        }
+        // An inflater that forgets cannot read the second.
+        let mut d = Deflate::new(params(true));
+        assert_eq!(d.decompress(&wire[0], 1 << 20).unwrap(), msg);
+        assert_ne!(d.decompress(&wire[1], 1 << 20).ok(), Some(msg));
+    }
+
     /// A bomb stops at the limit; garbage is corrupt input; both leave the inflater usable.
     #[test]
     fn bombs_and_garbage_are_errors() {
