@@ -339,6 +339,10 @@ impl Conn {
                         let _ = tx.send_data(Bytes::new(), true);
                         break;
                     }
+                    Cmd::Abort(status, message) => {
+                        tx.send_reset(h2::Reason::CANCEL);
+                        return Some(Reply::failed(status, message));
+                    }
                 }
             }
             // Writing is over; the call ends when the reading side does.
@@ -365,6 +369,9 @@ pub enum Cmd {
     Write(Vec<u8>),
     /// Half-close: no more messages from the client.
     End,
+    /// Fail the stream with this status and message (e.g. a message the client could not
+    /// encode, which k6 reports as the stream's error): the stream is reset.
+    Abort(u32, String),
 }
 
 /// What a stream reports.

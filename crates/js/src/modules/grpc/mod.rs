@@ -302,7 +302,9 @@ fn load_protos(
         }
         None => proto::ProtoSource::Disk,
     };
-    let (pool, read) = proto::load_from(dirs, files, source).map_err(|e| e.0)?;
+    let on_disk = shared.archived.get().is_none();
+    let (dirs, files) = proto::k6_names(dirs, files, |p| on_disk && p.is_file());
+    let (pool, read) = proto::load_from(&dirs, &files, source).map_err(|e| e.0)?;
     let mut opened = shared.files.lock().unwrap_or_else(|e| e.into_inner());
     for (path, text) in read {
         opened
@@ -561,7 +563,15 @@ pub(crate) fn install<'js>(
             let Some(s) = cl.streams.get(&sid).filter(|s| !s.ended) else {
                 return Ok(false);
             };
-            let body = json::encode(&s.input, &req).map_err(|e| throw(&ctx, &e))?;
+            let body = match json::encode(&s.input, &req) {
+                Ok(b) => b,
+                // k6 does not throw: the stream fails (its "error" handlers, then "end").
+                Err(e) => {
+                    let e = e.replace("unable to serialise", "can't serialise");
+                    let _ = s.tx.send(Cmd::Abort(status::UNKNOWN, e));
+                    return Ok(false);
+                }
+            };
             let ok = s.tx.send(Cmd::Write(body)).is_ok();
             if ok {
                 st.rec.borrow_mut().add(s.sent, 1.0);
