@@ -38,9 +38,9 @@ pub fn load(import_paths: &[PathBuf], files: &[String]) -> Result<DescriptorPool
 /// k6's file names: k6 joins each name to every import path in turn (the script's directory
 /// when none is given), so `client.load([], "../protos/x.proto")` reads a file beside that
 /// directory, where protox wants names *under* an import path. A name that leaves its import
-/// path (a leading `..` once normalised, or an absolute path under none) becomes its file name, and the
-/// file's directory (the first candidate `exists` finds, else the first import path's) is
-/// added as the last import path. Other names are kept.
+/// path (a leading `..` once normalised, or an absolute path under none) becomes the file's
+/// normalised path, and its directory (of the first candidate `exists` finds, else of the
+/// first import path's) is added as the last import path. Other names are kept.
 pub fn k6_names(
     import_paths: &[PathBuf],
     files: &[String],
@@ -66,15 +66,14 @@ pub fn k6_names(
                 .collect();
             tried.iter().find(|p| exists(p)).or(tried.first()).cloned()
         };
-        match full
-            .as_ref()
-            .and_then(|p| Some((p.parent()?, p.file_name()?)))
-        {
-            Some((dir, name)) => {
+        match full.as_ref().and_then(|p| Some((p, p.parent()?))) {
+            Some((path, dir)) => {
                 if !dirs.iter().any(|d| d == dir) {
                     dirs.push(dir.to_path_buf());
                 }
-                names.push(name.to_string_lossy().into_owned());
+                // The path, not the bare name: protox resolves a path to its name under the
+                // import path that holds it (a bare name could be taken for a path under ".").
+                names.push(path.to_string_lossy().into_owned());
             }
             None => names.push(f.clone()),
         }
@@ -360,18 +359,15 @@ mod tests {
             "/s/scripts/sub/f.proto".to_string(),
         ];
         let (d, f) = k6_names(&dirs, &files, |_| true);
-        let kept = "/s/scripts/sub/f.proto";
-        assert_eq!(
-            f,
-            [
-                "a.proto",
-                "sub/b.proto",
-                "c.proto",
-                "d.proto",
-                "e.proto",
-                kept
-            ]
-        );
+        let want = [
+            "a.proto",
+            "sub/b.proto",
+            "/s/protos/c.proto",
+            "/abs/d.proto",
+            "/s/e.proto",
+            "/s/scripts/sub/f.proto",
+        ];
+        assert_eq!(f, want);
         let want: Vec<PathBuf> = ["/s/scripts", "/s/protos", "/abs", "/s"]
             .iter()
             .map(PathBuf::from)
@@ -379,13 +375,8 @@ mod tests {
         assert_eq!(d, want);
         // The script run as `volley run x.js`: its directory is "", the file's is "..".
         let (d, f) = k6_names(&[PathBuf::new()], &["../r.proto".into()], |_| false);
-        assert_eq!(
-            (d, f),
-            (
-                vec![PathBuf::new(), PathBuf::from("..")],
-                vec!["r.proto".into()]
-            )
-        );
+        assert_eq!(d, [PathBuf::new(), PathBuf::from("..")]);
+        assert_eq!(f, ["../r.proto"]);
         // The first import path that has the file wins.
         let two = [PathBuf::from("/a/x"), PathBuf::from("/b/y")];
         let (d, _) = k6_names(&two, &["../p.proto".into()], |p| p.starts_with("/b"));
