@@ -194,7 +194,9 @@ impl Conn {
             }
         }
         for (k, v) in md {
-            let name = HeaderName::from_bytes(k.to_ascii_lowercase().as_bytes())
+            let k = &k.to_ascii_lowercase();
+            check_key(k)?;
+            let name = HeaderName::from_bytes(k.as_bytes())
                 .map_err(|_| format!("invalid metadata key {k:?}"))?;
             let value = HeaderValue::from_bytes(&status::wire_value(k, v)).map_err(|_| {
                 format!("invalid metadata value for {k:?} (use a -bin key for binary values)")
@@ -361,6 +363,23 @@ impl Conn {
             () = events.closed() => Reply::failed(status::CANCELLED, "context canceled"),
         }
     }
+}
+
+/// grpc-go's rule for a metadata key (lowercased), with its words (k6 reports them).
+fn check_key(k: &str) -> Result<(), String> {
+    if k.is_empty() {
+        return Err("there is an empty key in the header".into());
+    }
+    if k.starts_with(':') {
+        return Err(format!("{k:?} is an illegal header"));
+    }
+    let legal = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b);
+    if !k.bytes().all(legal) {
+        return Err(format!(
+            "header key {k:?} contains illegal characters not in [0-9a-z-_.]"
+        ));
+    }
+    Ok(())
 }
 
 /// What a stream's writer can do.
