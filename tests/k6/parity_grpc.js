@@ -3,6 +3,7 @@
 // (tests/peers/route_guide_server.py, grpcio; ADDR), plus the hostile cases where Volley
 // differed from k6 v1.8.1: a .proto outside the import paths as k6's examples load it
 // (`client.load([], "../x.proto")`), an invalid metadata key (status 13 with grpc-go's words),
+// reflection on a server without it (NOREFLECT: the same server with reflection off),
 // and a stream message that does not fit its type (the stream's "error", then "end"; no
 // exception). Run by crates/cli/tests/k6_parity_protocols.rs under Volley and, when
 // installed, k6: the same checks pass and the message counts agree.
@@ -32,6 +33,18 @@ export default function () {
     "bad metadata key: INTERNAL": (x) => x.status === StatusInternal,
     "bad metadata key: grpc-go's words": (x) =>
       x.error.message === 'header key "bad key" contains illegal characters not in [0-9a-z-_.]',
+  });
+
+  // Reflection on a server without it: k6's words around the server's own answer.
+  let refused = "";
+  try {
+    new Client().connect(__ENV.NOREFLECT, { plaintext: true, reflect: true });
+  } catch (e) {
+    refused = String(e.message || e);
+  }
+  check(refused, {
+    "reflect without reflection: k6's error": (m) =>
+      m.replace(/^GoError: /, "") === "can't list services: rpc error: code = Unimplemented desc = Method not found!",
   });
 
   // Server stream: three features in k6's example rectangle.

@@ -595,11 +595,14 @@ pub async fn reflect(
                             let _ = tx.send(Cmd::End);
                         }
                     }
-                    Event::Done(r) if r.status == OK && waiting == 0 => return c.pool().map(Some),
-                    Event::Done(r) if r.status == status::UNIMPLEMENTED => return Ok(None),
+                    Event::Done(r) if r.status == OK && waiting == 0 => return c.pool().map(Ok),
+                    Event::Done(r) if r.status == status::UNIMPLEMENTED => {
+                        return Ok(Err(r.message))
+                    }
+                    // k6's words (grpcext: the service listing is the first request).
                     Event::Done(r) => {
                         return Err(format!(
-                            "rpc error: code = {} desc = {}",
+                            "can't list services: rpc error: code = {} desc = {}",
                             code_name(r.status),
                             r.message
                         ))
@@ -610,9 +613,15 @@ pub async fn reflect(
         };
         let (_, out) = tokio::join!(task, talk);
         match out {
-            Ok(Some(pool)) => return Ok(pool),
-            Ok(None) => {
-                last = format!("rpc error: code = Unimplemented desc = unknown service {path}")
+            Ok(Ok(pool)) => return Ok(pool),
+            // Not this version: try the next; the last one's answer is the error.
+            Ok(Err(desc)) => {
+                let desc = if desc.is_empty() {
+                    format!("unknown service {path}")
+                } else {
+                    desc
+                };
+                last = format!("can't list services: rpc error: code = Unimplemented desc = {desc}")
             }
             Err(e) => return Err(e),
         }
