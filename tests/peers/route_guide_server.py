@@ -7,12 +7,13 @@ and no random delays, so the tests can count messages. Listens on 127.0.0.1 on a
 port, prints the port on stdout, and exits when stdin closes.
 """
 import sys
-import threading
 from concurrent import futures
 
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from grpc_reflection.v1alpha import reflection
+
+from peer_serve import serve
 
 # (latitude, longitude, name): inside the rectangle k6's server-streaming example asks for.
 FEATURES = [
@@ -79,16 +80,7 @@ def main():
     if sys.argv[2:3] != ["noreflect"]:
         names = ("main.FeatureExplorer", "main.RouteGuide", reflection.SERVICE_NAME)
         reflection.enable_server_reflection(names, server, pool=pool)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    print(port, flush=True)
-
-    def watch_stdin():
-        sys.stdin.read()
-        server.stop(0)
-
-    threading.Thread(target=watch_stdin, daemon=True).start()
-    server.wait_for_termination()
+    serve(server)
 
 
 if __name__ == "__main__":

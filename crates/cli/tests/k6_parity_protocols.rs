@@ -9,14 +9,12 @@
 
 mod common;
 
-use common::{run, stderr, target};
+use common::{python_server, run, stderr, target};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::process::Command;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -28,51 +26,6 @@ fn k6() -> Option<PathBuf> {
     }
     let peers = PathBuf::from(std::env::var_os("HOME")?).join(".cache/volley-peers/bin/k6");
     peers.is_file().then_some(peers)
-}
-
-/// A Python server started by the test: it prints its port, and exits when its stdin closes.
-struct Py {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Py {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `python3 SCRIPT ARGS...`, or None (skip) when `python3 -c PROBE` fails.
-fn python(probe: &str, script: &str, args: &[&Path]) -> Option<Py> {
-    let ok = Command::new("python3")
-        .args(["-c", probe])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        return None;
-    }
-    let mut child = Command::new("python3")
-        .arg(repo().join(script))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3 starts");
-    let out = child.stdout.take().expect("piped stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(out).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx.recv_timeout(Duration::from_secs(20)).unwrap_or_default();
-    let port = line.trim().parse().ok();
-    let mut py = Py { child, port: 0 };
-    py.port = port.unwrap_or_else(|| panic!("{script} did not start: {line:?}"));
-    Some(py)
 }
 
 /// What one run gave: checks by name (passes, fails), counters by name, and the number of
@@ -178,6 +131,25 @@ fn both(name: &str, env: &[String]) -> (Outcome, Option<Outcome>) {
     (volley, Some(outcome(&export, &ndjson)))
 }
 
+/// k6's run (when there was one) passes the same checks with the same counts, and gives the
+/// same series once `series` has mapped both sides' keys (None: a series left out).
+fn same_as_k6(v: &Outcome, k: Option<Outcome>, series: impl Fn(&str) -> Option<String>) {
+    let Some(k) = k else { return };
+    all_pass(&k, "k6");
+    assert_eq!(v.checks, k.checks, "checks: volley (left) vs k6 (right)");
+    assert_eq!(
+        v.counters, k.counters,
+        "counts: volley (left) vs k6 (right)"
+    );
+    let map = |o: &Outcome| -> BTreeMap<String, u64> {
+        o.points
+            .iter()
+            .filter_map(|(key, n)| Some((series(key)?, *n)))
+            .collect()
+    };
+    assert_eq!(map(v), map(&k), "series: volley (left) vs k6 (right)");
+}
+
 fn all_pass(o: &Outcome, name: &str) {
     let failed: Vec<_> = o.checks.iter().filter(|(_, (_, f))| *f > 0).collect();
     assert!(failed.is_empty(), "{name}: failed checks {failed:?}");
@@ -185,7 +157,7 @@ fn all_pass(o: &Outcome, name: &str) {
 
 #[test]
 fn websocket_errors_behave_as_k6s() {
-    let Some(evil) = python("pass", "tests/ws/evil_server.py", &[]) else {
+    let Some(evil) = python_server("pass", "tests/ws/evil_server.py", &[], "") else {
         eprintln!("SKIP: python3 not found");
         return;
     };
@@ -203,27 +175,13 @@ fn websocket_errors_behave_as_k6s() {
     assert_eq!(v.counters["ws_sessions"], 10);
     let http_session = format!("ws_sessions url=http://{}/ws/echo", t.local_addr());
     assert_eq!(v.points.get(&http_session), Some(&1), "{:?}", v.points);
-    if let Some(k) = k {
-        all_pass(&k, "k6");
-        assert_eq!(v.checks, k.checks, "checks: volley (left) vs k6 (right)");
-        assert_eq!(
-            v.counters, k.counters,
-            "counts: volley (left) vs k6 (right)"
-        );
-        // ws_msgs_sent is left out on purpose: k6 also counts the frames its script writes
-        // after close() (which fail with "websocket: close sent"); Volley counts what it sent.
-        let no_port = |o: &Outcome| -> BTreeMap<String, u64> {
-            let evil = format!(":{}/", evil.port);
-            let target = format!(":{}/", t.local_addr().port());
-            let strip = |s: &str| s.replace(&evil, ":EVIL/").replace(&target, ":TARGET/");
-            o.points.iter().map(|(k, n)| (strip(k), *n)).collect()
-        };
-        assert_eq!(
-            no_port(&v),
-            no_port(&k),
-            "series: volley (left) vs k6 (right)"
-        );
-    }
+    // ws_msgs_sent is left out on purpose: k6 also counts the frames its script writes after
+    // close() (which fail with "websocket: close sent"); Volley counts what it sent.
+    let evil = format!(":{}/", evil.port);
+    let target = format!(":{}/", t.local_addr().port());
+    same_as_k6(&v, k, |key| {
+        Some(key.replace(&evil, ":EVIL/").replace(&target, ":TARGET/"))
+    });
 }
 
 #[test]
@@ -234,12 +192,18 @@ fn grpc_example_flows_and_errors_behave_as_k6s() {
     let protoset = dir.join("route_guide.protoset");
     std::fs::write(&protoset, pool.encode_to_vec()).unwrap();
     let probe = "import grpc, grpc_reflection";
-    let Some(peer) = python(probe, "tests/peers/route_guide_server.py", &[&protoset]) else {
+    let Some(peer) = python_server(
+        probe,
+        "tests/peers/route_guide_server.py",
+        &[protoset.as_os_str()],
+        "",
+    ) else {
         eprintln!("SKIP: python3 with grpcio and grpcio-reflection not found (pip install grpcio grpcio-reflection)");
         return;
     };
-    let args = [protoset.as_path(), Path::new("noreflect")];
-    let bare = python(probe, "tests/peers/route_guide_server.py", &args).expect("as above");
+    let args = [protoset.as_os_str(), OsStr::new("noreflect")];
+    let bare =
+        python_server(probe, "tests/peers/route_guide_server.py", &args, "").expect("as above");
     let env = [
         format!("ADDR=127.0.0.1:{}", peer.port),
         format!("NOREFLECT=127.0.0.1:{}", bare.port),
@@ -264,35 +228,25 @@ fn grpc_example_flows_and_errors_behave_as_k6s() {
     let url = format!("url=127.0.0.1:{}/main.RouteGuide/RecordRoute", peer.port);
     let key = format!("grpc_streams_msgs_received method=RecordRoute status=0 {url}");
     assert_eq!(v.points.get(&key), Some(&2), "{:?}", v.points);
-    // The bad metadata key is INTERNAL; a failed stream ends with its status.
-    let get = format!(
-        "url=127.0.0.1:{}/main.FeatureExplorer/GetFeature",
-        peer.port
-    );
-    let key = format!("grpc_req_duration method=GetFeature status=0 {get}");
-    assert_eq!(v.points.get(&key), Some(&2), "{:?}", v.points);
-    if let Some(k) = k {
-        all_pass(&k, "k6");
-        assert_eq!(v.checks, k.checks, "checks: volley (left) vs k6 (right)");
-        assert_eq!(
-            v.counters, k.counters,
-            "counts: volley (left) vs k6 (right)"
+    // The call with a bad metadata key is INTERNAL (13), the stream whose message did not
+    // encode UNKNOWN (2).
+    let port = peer.port;
+    for (method, status, path) in [
+        ("GetFeature", 0, "main.FeatureExplorer/GetFeature"),
+        ("GetFeature", 13, "main.FeatureExplorer/GetFeature"),
+        ("RouteChat", 2, "main.RouteGuide/RouteChat"),
+    ] {
+        let key = format!(
+            "grpc_req_duration method={method} status={status} url=127.0.0.1:{port}/{path}"
         );
-        // grpc-go refuses the bad metadata key before the call starts (no sample), the stream
-        // that failed on its message records none, and k6 records its reflection calls (no
-        // method tag; status 12, sometimes 0); Volley records the first two with their
-        // status, and not the last.
-        let calls = |o: &Outcome| -> BTreeMap<String, u64> {
-            let skip = |k: &str| {
-                k.starts_with("grpc_req_duration")
-                    && !(k.contains("status=0") && k.contains("method="))
-            };
-            o.points
-                .iter()
-                .filter(|(k, _)| !skip(k))
-                .map(|(k, n)| (k.clone(), *n))
-                .collect()
-        };
-        assert_eq!(calls(&v), calls(&k), "series: volley (left) vs k6 (right)");
+        assert_eq!(v.points.get(&key), Some(&2), "{key}: {:?}", v.points);
     }
+    // grpc-go refuses the bad metadata key before the call starts (no sample), the stream that
+    // failed on its message records none, and k6 records its reflection calls (no method tag;
+    // status 12, sometimes 0); Volley records the first two with their status, not the last.
+    same_as_k6(&v, k, |key| {
+        let skip = key.starts_with("grpc_req_duration")
+            && !(key.contains("status=0") && key.contains("method="));
+        (!skip).then(|| key.to_string())
+    });
 }

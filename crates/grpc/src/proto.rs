@@ -35,72 +35,6 @@ pub fn load(import_paths: &[PathBuf], files: &[String]) -> Result<DescriptorPool
     Ok(c.descriptor_pool())
 }
 
-/// k6's file names: k6 joins each name to every import path in turn (the script's directory
-/// when none is given), so `client.load([], "../protos/x.proto")` reads a file beside that
-/// directory, where protox wants names *under* an import path. A name that leaves its import
-/// path (a leading `..` once normalised, or an absolute path under none) becomes the file's
-/// normalised path, and its directory (of the first candidate `exists` finds, else of the
-/// first import path's) is added as the last import path. Other names are kept.
-pub fn k6_names(
-    import_paths: &[PathBuf],
-    files: &[String],
-    exists: impl Fn(&Path) -> bool,
-) -> (Vec<PathBuf>, Vec<String>) {
-    let mut dirs = import_paths.to_vec();
-    let mut names = Vec::with_capacity(files.len());
-    for f in files {
-        let path = Path::new(f);
-        let escapes = if path.is_absolute() {
-            !import_paths.iter().any(|d| path.starts_with(d))
-        } else {
-            lexical(path).starts_with("..")
-        };
-        let full = if !escapes {
-            None
-        } else if path.is_absolute() {
-            Some(lexical(path))
-        } else {
-            let tried: Vec<PathBuf> = import_paths
-                .iter()
-                .map(|d| lexical(&d.join(path)))
-                .collect();
-            tried.iter().find(|p| exists(p)).or(tried.first()).cloned()
-        };
-        match full.as_ref().and_then(|p| Some((p, p.parent()?))) {
-            Some((path, dir)) => {
-                if !dirs.iter().any(|d| d == dir) {
-                    dirs.push(dir.to_path_buf());
-                }
-                // The path, not the bare name: protox resolves a path to its name under the
-                // import path that holds it (a bare name could be taken for a path under ".").
-                names.push(path.to_string_lossy().into_owned());
-            }
-            None => names.push(f.clone()),
-        }
-    }
-    (dirs, names)
-}
-
-/// Lexical normalisation: `.` dropped, `..` removes a named component (a leading one stays).
-fn lexical(p: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => match out.components().next_back() {
-                Some(Component::Normal(_)) => {
-                    out.pop();
-                }
-                Some(Component::RootDir | Component::Prefix(_)) => {}
-                _ => out.push(".."),
-            },
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
-
 /// Every `.proto` read from disk while loading: its path and text (`volley archive` packs them).
 pub type ReadFiles = Vec<(PathBuf, String)>;
 
@@ -345,42 +279,6 @@ mod tests {
         assert!(ms[1].client_stream && ms[1].server_stream);
         assert!(find_method(&pool, "p.S/U").is_some());
         assert!(find_method(&pool, "/p.S/Nope").is_none());
-    }
-
-    #[test]
-    fn k6_names_rebase_files_outside_their_import_path() {
-        let dirs = vec![PathBuf::from("/s/scripts")];
-        let files = vec![
-            "a.proto".to_string(),
-            "sub/b.proto".to_string(),
-            "../protos/c.proto".to_string(),
-            "/abs/d.proto".to_string(),
-            "x/../../e.proto".to_string(),
-            "/s/scripts/sub/f.proto".to_string(),
-        ];
-        let (d, f) = k6_names(&dirs, &files, |_| true);
-        let want = [
-            "a.proto",
-            "sub/b.proto",
-            "/s/protos/c.proto",
-            "/abs/d.proto",
-            "/s/e.proto",
-            "/s/scripts/sub/f.proto",
-        ];
-        assert_eq!(f, want);
-        let want: Vec<PathBuf> = ["/s/scripts", "/s/protos", "/abs", "/s"]
-            .iter()
-            .map(PathBuf::from)
-            .collect();
-        assert_eq!(d, want);
-        // The script run as `volley run x.js`: its directory is "", the file's is "..".
-        let (d, f) = k6_names(&[PathBuf::new()], &["../r.proto".into()], |_| false);
-        assert_eq!(d, [PathBuf::new(), PathBuf::from("..")]);
-        assert_eq!(f, ["../r.proto"]);
-        // The first import path that has the file wins.
-        let two = [PathBuf::from("/a/x"), PathBuf::from("/b/y")];
-        let (d, _) = k6_names(&two, &["../p.proto".into()], |p| p.starts_with("/b"));
-        assert_eq!(d[2], PathBuf::from("/b"));
     }
 
     #[test]
