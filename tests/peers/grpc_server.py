@@ -5,13 +5,14 @@ a protoset given as argv[1], with grpcio-reflection. Listens on 127.0.0.1 on a f
 prints the port on stdout, and exits when stdin closes (the test process went away).
 """
 import sys
-import threading
 import time
 from concurrent import futures
 
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from grpc_reflection.v1alpha import reflection
+
+from peer_serve import serve
 
 SERVICE = "volley.target.Target"
 
@@ -64,16 +65,7 @@ def main():
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
     reflection.enable_server_reflection((SERVICE, reflection.SERVICE_NAME), server, pool=pool)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    print(port, flush=True)
-
-    def watch_stdin():
-        sys.stdin.read()
-        server.stop(0)
-
-    threading.Thread(target=watch_stdin, daemon=True).start()
-    server.wait_for_termination()
+    serve(server)
 
 
 if __name__ == "__main__":

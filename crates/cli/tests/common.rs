@@ -259,3 +259,64 @@ pub fn read_request(s: &mut TcpStream) -> Option<Request> {
     let (line, headers) = head.split_once("\r\n").unwrap_or((&head, ""));
     Some((line.to_string(), headers.to_lowercase(), body))
 }
+
+/// A Python server started by a test (tests/ws/*.py, tests/peers/*.py): it prints its port on
+/// its first line (after a prefix) and exits when its stdin closes — when this is dropped, or
+/// when the test process dies.
+pub struct PyServer {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl Drop for PyServer {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `python3 SCRIPT ARGS...` (SCRIPT relative to the repository's root) once its port line
+/// (`prefix` then the port) is out; None when `python3 -c PROBE` fails, for the caller to
+/// skip with a message saying what to install.
+pub fn python_server(
+    probe: &str,
+    script: &str,
+    args: &[&std::ffi::OsStr],
+    prefix: &str,
+) -> Option<PyServer> {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let ok = Command::new("python3")
+        .args(["-c", probe])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        return None;
+    }
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut child = Command::new("python3")
+        .arg(repo.join(script))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 starts");
+    let out = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(out).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(Duration::from_secs(20)).unwrap_or_default();
+    let port = line
+        .trim()
+        .strip_prefix(prefix)
+        .and_then(|p| p.parse().ok());
+    let mut server = PyServer { child, port: 0 };
+    server.port = port.unwrap_or_else(|| panic!("{script} did not start: {line:?}"));
+    Some(server)
+}

@@ -13,25 +13,9 @@
 mod common;
 use common::*;
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::Duration;
-
-/// The Python server; it exits when its stdin closes (when this is dropped, or the test dies).
-struct PyServer {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for PyServer {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -43,36 +27,17 @@ fn py_server() -> Option<PyServer> {
 
 /// The Python server started with `args` (e.g. `--deflate`).
 fn py_server_with(args: &[&str]) -> Option<PyServer> {
-    let probe = Command::new("python3")
-        .args(["-c", "import websockets"])
-        .output();
-    if !probe.is_ok_and(|o| o.status.success()) {
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    let server = python_server(
+        "import websockets",
+        "tests/ws/echo_server.py",
+        &args,
+        "listening ",
+    );
+    if server.is_none() {
         eprintln!("SKIP: python3 with the `websockets` package not found (pip install websockets)");
-        return None;
     }
-    let mut child = Command::new("python3")
-        .arg(repo().join("tests/ws/echo_server.py"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("python3 starts");
-    let out = child.stdout.take().expect("piped stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(out).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx.recv_timeout(Duration::from_secs(20)).unwrap_or_default();
-    let port = line
-        .trim()
-        .strip_prefix("listening ")
-        .and_then(|p| p.parse().ok());
-    let mut server = PyServer { child, port: 0 };
-    server.port = port.unwrap_or_else(|| panic!("the Python server did not start: {line:?}"));
-    Some(server)
+    server
 }
 
 fn k6() -> Option<PathBuf> {

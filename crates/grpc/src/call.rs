@@ -194,7 +194,9 @@ impl Conn {
             }
         }
         for (k, v) in md {
-            let name = HeaderName::from_bytes(k.to_ascii_lowercase().as_bytes())
+            let k = &k.to_ascii_lowercase();
+            check_key(k)?;
+            let name = HeaderName::from_bytes(k.as_bytes())
                 .map_err(|_| format!("invalid metadata key {k:?}"))?;
             let value = HeaderValue::from_bytes(&status::wire_value(k, v)).map_err(|_| {
                 format!("invalid metadata value for {k:?} (use a -bin key for binary values)")
@@ -339,6 +341,10 @@ impl Conn {
                         let _ = tx.send_data(Bytes::new(), true);
                         break;
                     }
+                    Cmd::Abort(status, message) => {
+                        tx.send_reset(h2::Reason::CANCEL);
+                        return Some(Reply::failed(status, message));
+                    }
                 }
             }
             // Writing is over; the call ends when the reading side does.
@@ -359,12 +365,32 @@ impl Conn {
     }
 }
 
+/// grpc-go's rule for a metadata key (lowercased), with its words (k6 reports them).
+fn check_key(k: &str) -> Result<(), String> {
+    if k.is_empty() {
+        return Err("there is an empty key in the header".into());
+    }
+    if k.starts_with(':') {
+        return Err(format!("{k:?} is an illegal header"));
+    }
+    let legal = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b);
+    if !k.bytes().all(legal) {
+        return Err(format!(
+            "header key {k:?} contains illegal characters not in [0-9a-z-_.]"
+        ));
+    }
+    Ok(())
+}
+
 /// What a stream's writer can do.
 #[derive(Debug)]
 pub enum Cmd {
     Write(Vec<u8>),
     /// Half-close: no more messages from the client.
     End,
+    /// Fail the stream with this status and message (e.g. a message the client could not
+    /// encode, which k6 reports as the stream's error): the stream is reset.
+    Abort(u32, String),
 }
 
 /// What a stream reports.
@@ -569,11 +595,14 @@ pub async fn reflect(
                             let _ = tx.send(Cmd::End);
                         }
                     }
-                    Event::Done(r) if r.status == OK && waiting == 0 => return c.pool().map(Some),
-                    Event::Done(r) if r.status == status::UNIMPLEMENTED => return Ok(None),
+                    Event::Done(r) if r.status == OK && waiting == 0 => return c.pool().map(Ok),
+                    Event::Done(r) if r.status == status::UNIMPLEMENTED => {
+                        return Ok(Err(r.message))
+                    }
+                    // k6's words (grpcext: the service listing is the first request).
                     Event::Done(r) => {
                         return Err(format!(
-                            "rpc error: code = {} desc = {}",
+                            "can't list services: rpc error: code = {} desc = {}",
                             code_name(r.status),
                             r.message
                         ))
@@ -584,9 +613,15 @@ pub async fn reflect(
         };
         let (_, out) = tokio::join!(task, talk);
         match out {
-            Ok(Some(pool)) => return Ok(pool),
-            Ok(None) => {
-                last = format!("rpc error: code = Unimplemented desc = unknown service {path}")
+            Ok(Ok(pool)) => return Ok(pool),
+            // Not this version: try the next; the last one's answer is the error.
+            Ok(Err(desc)) => {
+                let desc = if desc.is_empty() {
+                    format!("unknown service {path}")
+                } else {
+                    desc
+                };
+                last = format!("can't list services: rpc error: code = Unimplemented desc = {desc}")
             }
             Err(e) => return Err(e),
         }

@@ -16,6 +16,7 @@ use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
@@ -88,7 +89,7 @@ pub enum WsEvent {
     Ping,
     /// A pong with its payload (our ping's id).
     Pong(Vec<u8>),
-    /// The socket is closed: the peer's close code and reason (1006 "" when it went away
+    /// The socket is closed: the peer's close code and reason (1006 "unexpected EOF" when it went away
     /// without a close frame) and an error when the closing was not clean.
     Closed {
         code: u16,
@@ -233,6 +234,20 @@ pub async fn connect(
                 message: "websocket: bad handshake".into(),
                 class: ErrorClass::Protocol,
                 response: Some(handshake_of(resp.status().as_u16(), resp.headers(), body)),
+            });
+        }
+        // A 101 whose headers do not complete the upgrade: gorilla's (k6's) "bad handshake",
+        // with the status the server sent.
+        Ok(Err(TError::Protocol(
+            ProtocolError::SecWebSocketAcceptKeyMismatch
+            | ProtocolError::MissingUpgradeWebSocketHeader
+            | ProtocolError::MissingConnectionUpgradeHeader,
+        ))) => {
+            let none = tokio_tungstenite::tungstenite::http::HeaderMap::new();
+            return Err(WsConnectError {
+                message: "websocket: bad handshake".into(),
+                class: ErrorClass::Protocol,
+                response: Some(handshake_of(101, &none, String::new())),
             });
         }
         Ok(Err(e)) => return Err(fail(classify(&e), e.to_string())),
@@ -522,8 +537,17 @@ impl WsConn {
                     error: None,
                 }
             }
-            None | Some(TError::ConnectionClosed) | Some(TError::AlreadyClosed) => {
-                self.gone_with("websocket: close 1006 (abnormal closure): unexpected EOF".into())
+            // tungstenite's ResetWithoutClosingHandshake is an EOF without a close frame too:
+            // k6 (gorilla) words it so, and `k6/websockets` gives the reason "unexpected EOF".
+            None
+            | Some(TError::ConnectionClosed)
+            | Some(TError::AlreadyClosed)
+            | Some(TError::Protocol(ProtocolError::ResetWithoutClosingHandshake)) => {
+                WsEvent::Closed {
+                    code: 1006,
+                    reason: "unexpected EOF".into(),
+                    error: Some("websocket: close 1006 (abnormal closure): unexpected EOF".into()),
+                }
             }
             Some(e) => self.gone_with(codec::error_text(&e)),
         }

@@ -150,9 +150,11 @@ struct OpenArgs {
     jar: Option<Rc<std::cell::RefCell<crate::modules::cookies::Jar>>>,
 }
 
-fn open_args<'js>(ctx: &Ctx<'js>, st: &VuState, a: Object<'js>) -> rquickjs::Result<OpenArgs> {
+fn open_args<'js>(st: &VuState, a: Object<'js>) -> rquickjs::Result<OpenArgs> {
     let url: String = a.get("url")?;
-    let target = ws::http_target(&url).map_err(|e| throw(ctx, &e))?;
+    // A URL that is not ws(s):// fails the connect (k6/ws returns the error, as k6 does);
+    // k6/websockets' constructor has thrown already.
+    let target = ws::http_target(&url).ok();
     let mut headers: Vec<(String, String)> = Vec::new();
     let settings = st.http.borrow().settings().clone();
     if let Some(ua) = &settings.user_agent {
@@ -173,10 +175,10 @@ fn open_args<'js>(ctx: &Ctx<'js>, st: &VuState, a: Object<'js>) -> rquickjs::Res
             st.ext.jars.borrow().get(id).cloned()
         }
     };
-    if let Some(j) = &jar {
+    if let (Some(j), Some(target)) = (&jar, &target) {
         let cookies: Vec<String> = j
             .borrow()
-            .for_target(&target)
+            .for_target(target)
             .into_iter()
             .map(|c| format!("{}={}", c.name, c.value))
             .collect();
@@ -496,7 +498,7 @@ pub(crate) fn install<'js>(
         let st = st.clone();
         let f = move |ctx: Ctx<'js>, a: Object<'js>| -> rquickjs::Result<Object<'js>> {
             in_vu(&ctx, &st)?;
-            let args = open_args(&ctx, &st, a)?;
+            let args = open_args(&st, a)?;
             let settings = st.http.borrow().settings().clone();
             let started = Instant::now();
             let id = new_id(&ctx, &st)?;
@@ -512,7 +514,7 @@ pub(crate) fn install<'js>(
         let st = st.clone();
         let f = move |ctx: Ctx<'js>, a: Object<'js>| -> rquickjs::Result<u32> {
             in_vu(&ctx, &st)?;
-            let args = open_args(&ctx, &st, a)?;
+            let args = open_args(&st, a)?;
             let id = new_id(&ctx, &st)?;
             let settings = st.http.borrow().settings().clone();
             let fut = connect_op(args.req.clone(), settings);

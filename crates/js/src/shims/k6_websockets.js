@@ -23,6 +23,17 @@ function bytesOf(part) {
   throw new Error("failed to process [blobParts]: unsupported type: " + typeof part);
 }
 
+// The Go type k6 names in "unsupported send type %T" (the value as sobek exports it).
+function goType(v) {
+  if (v === null || v === undefined) return "<nil>";
+  if (typeof v === "number") return Number.isSafeInteger(v) ? "int64" : "float64";
+  if (typeof v === "boolean") return "bool";
+  if (typeof v === "bigint") return "*big.Int";
+  if (typeof v === "function") return "func(sobek.FunctionCall) sobek.Value";
+  if (Array.isArray(v)) return "[]interface {}";
+  return "map[string]interface {}";
+}
+
 export class Blob {
   constructor(parts, options) {
     const chunks = (parts || []).map(bytesOf);
@@ -135,7 +146,7 @@ export class WebSocket {
     else if (data instanceof Blob) V.wsSend(this._id, data._bytes.slice().buffer);
     else if (ArrayBuffer.isView(data)) {
       V.wsSend(this._id, data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength));
-    } else throw new Error("unsupported send type " + (data === null ? "null" : typeof data));
+    } else throw new Error("unsupported send type " + goType(data));
   }
   ping() {
     this._assertOpen();

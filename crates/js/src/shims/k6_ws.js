@@ -42,6 +42,12 @@ class Socket {
   }
   send(message) {
     if (!this._done) V.wsSend(this._id, typeof message === "string" ? message : String(message));
+    else this._closeSent();
+  }
+  // k6: a frame written after the close frame is an error ("websocket: close sent", which
+  // scripts filter out by that text), not an exception.
+  _closeSent() {
+    this._emit1("error", goError("websocket: close sent"));
   }
   sendBinary(message) {
     if (message === undefined) throw new Error("missing argument, expected ArrayBuffer");
@@ -50,9 +56,11 @@ class Socket {
       throw new Error("expected ArrayBuffer as argument, received: " + t);
     }
     if (!this._done) V.wsSend(this._id, message);
+    else this._closeSent();
   }
   ping() {
     if (!this._done) V.wsPing(this._id);
+    else this._closeSent();
   }
   setTimeout(fn, ms) {
     this._timer(fn, ms, false, "setTimeout");

@@ -22,6 +22,8 @@ pub(super) struct Method {
     pub(super) addr: String,
     pub(super) input: MessageDescriptor,
     pub(super) output: MessageDescriptor,
+    /// The server sends a stream (false: one message, which comes with the status).
+    pub(super) server_streaming: bool,
     /// Series of `grpc_req_duration` by (group id, status), for calls with no own tags
     /// while the VU has no script-set tags (they can change at any time).
     series: RefCell<Vec<(u32, u32, Handle)>>,
@@ -154,6 +156,7 @@ pub(super) fn method(
         addr: c.addr.clone(),
         input: md.input(),
         output: md.output(),
+        server_streaming: md.is_server_streaming(),
         series: RefCell::default(),
         head: RefCell::default(),
         last: RefCell::default(),

@@ -15,7 +15,8 @@
 //! and `data_sent`/`data_received` from the connection's wire counters.
 //!
 //! Layout: this file holds the clients (load, connect, invoke) and the natives; `invoke`
-//! unary calls and the response object; `stream` holds `grpc.Stream`; `direct` turns a
+//! unary calls and the response object; `stream` holds `grpc.Stream`; `paths` maps
+//! `load()`'s file names as k6 reads them; `direct` turns a
 //! decoded message into JS values (`to_js`, the serde route, for well-known types).
 
 use crate::event_loop::{self, Continue, Next, OpFuture};
@@ -36,6 +37,7 @@ use volley_metrics::{names, Handle, MetricKey, MetricKind, TagSet, Unit};
 
 mod direct;
 mod invoke;
+mod paths;
 mod stream;
 mod to_js;
 use invoke::{error_obj, Method};
@@ -302,7 +304,9 @@ fn load_protos(
         }
         None => proto::ProtoSource::Disk,
     };
-    let (pool, read) = proto::load_from(dirs, files, source).map_err(|e| e.0)?;
+    let on_disk = shared.archived.get().is_none();
+    let (dirs, files) = paths::k6_names(dirs, files, |p| on_disk && p.is_file());
+    let (pool, read) = proto::load_from(&dirs, &files, source).map_err(|e| e.0)?;
     let mut opened = shared.files.lock().unwrap_or_else(|e| e.into_inner());
     for (path, text) in read {
         opened
@@ -561,7 +565,15 @@ pub(crate) fn install<'js>(
             let Some(s) = cl.streams.get(&sid).filter(|s| !s.ended) else {
                 return Ok(false);
             };
-            let body = json::encode(&s.input, &req).map_err(|e| throw(&ctx, &e))?;
+            let body = match json::encode(&s.input, &req) {
+                Ok(b) => b,
+                // k6 does not throw: the stream fails (its "error" handlers, then "end").
+                Err(e) => {
+                    let e = e.replace("unable to serialise", "can't serialise");
+                    let _ = s.tx.send(Cmd::Abort(status::UNKNOWN, e));
+                    return Ok(false);
+                }
+            };
             let ok = s.tx.send(Cmd::Write(body)).is_ok();
             if ok {
                 st.rec.borrow_mut().add(s.sent, 1.0);

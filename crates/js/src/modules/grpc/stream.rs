@@ -126,12 +126,14 @@ pub(super) fn stream_open<'js>(
         Unit::Default,
         None,
     );
+    // k6 (grpc-go) hands a client stream's one response over with its status (OK: on any
+    // other the message is dropped), so that message's series has the `status` tag too.
     let received = tags.handle(
         st,
         names::GRPC_STREAMS_MSGS_RECEIVED,
         MetricKind::Counter,
         Unit::Default,
-        None,
+        (!m.server_streaming).then_some(status::OK),
     );
     st.ext.grpc.borrow_mut().streams.insert(
         sid,
