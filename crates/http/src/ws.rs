@@ -28,6 +28,7 @@ use crate::transport::{self, Io, WireCounters};
 use crate::url::Target;
 
 mod frames;
+mod ready;
 pub use frames::Frame;
 
 /// k6's handshake timeout (gorilla's dialer there: 60 s, not configurable).

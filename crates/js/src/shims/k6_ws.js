@@ -23,6 +23,8 @@ class Socket {
     // The earliest timer's time (Infinity: none): most events find nothing due without a scan.
     this._next = Infinity;
     this._done = false;
+    // A native per socket (src/modules/ws.rs, wsSender): the hot path of an echo handler.
+    this.send = V.wsSender(id);
   }
   on(event, handler) {
     if (typeof handler === "function") (this._on[event] || (this._on[event] = [])).push(handler);
@@ -39,9 +41,6 @@ class Socket {
     const list = this._on[event];
     if (!list) return;
     for (let i = 0, n = list.length; i < n; i++) list[i](arg);
-  }
-  send(message) {
-    if (!this._done) V.wsSend(this._id, typeof message === "string" ? message : String(message));
   }
   sendBinary(message) {
     if (message === undefined) throw new Error("missing argument, expected ArrayBuffer");
