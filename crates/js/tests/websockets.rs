@@ -153,7 +153,7 @@ fn k6_ws_batches_keep_close_sends_timers_and_order() {
             "timeout set in a batch fired",
         ]
     );
-    assert_eq!(rate(r, "checks", &[]), (12, 12));
+    assert_eq!(rate(r, "checks", &[]), (10, 10));
     // Per iteration: "close" sends the command and gets 3 of 10; "sends" sends the command
     // and 10 replies and gets 5 + 10; "mixed" sends 5 and gets 5; "interval" sends the first
     // message and each echo back, so one more than it gets.
