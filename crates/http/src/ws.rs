@@ -33,6 +33,7 @@ mod codec_tests;
 mod deflate;
 mod frames;
 mod handshake;
+mod ready;
 mod socket;
 pub use frames::Frame;
 

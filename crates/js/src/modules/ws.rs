@@ -10,17 +10,24 @@
 //! - `k6/ws` is blocking (k6: `ws.connect` returns when the socket closes): `wsOpen` and
 //!   `wsPump` suspend the VU's coroutine, and the shim runs the socket's own loop and timers;
 //!   `wsPump` hands text messages to the `message` handlers itself, one after another, and
-//!   comes back to that loop for anything else (a timer due, another event, a close).
+//!   comes back to that loop for anything else (a timer due, another event, a close). It
+//!   suspends only when nothing is left of the last read (`WsConn::next_ready`), so a read
+//!   that brought several messages costs one suspend and one write, and each socket's `send`
+//!   is a native of its own (`wsSender`).
 //! - `k6/websockets` is event-driven: `wsOpenAsync` starts an operation on the VU's event
 //!   loop (`crate::event_loop`) that connects, then waits for one event at a time and hands
 //!   each to the shim's handler (`__volley.wsOnEvent`); the iteration ends when the loop is
 //!   empty, as in k6, and other VUs run meanwhile.
+//!
+//! Both put the connection back in the socket while handlers run, so what they send goes
+//! straight into its write buffer (no queue, no wakeup) and out with one flush before the
+//! next wait.
 
 use crate::event_loop::{self, Continue, Next, OpFuture};
 use crate::modules::{array_buffer, bytes_of, throw};
 use crate::vu::VuState;
 use rquickjs::function::Opt;
-use rquickjs::{Ctx, Function, Object, Value};
+use rquickjs::{Coerced, Ctx, Function, Object, Value};
 use std::any::Any;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -34,6 +41,11 @@ use volley_metrics::{names, Handle, MetricKey, MetricKind, TagSet, Unit};
 /// Most sockets one VU may have open at once (a runaway loop opening sockets gets an error
 /// instead of exhausting file descriptors).
 const MAX_SOCKETS: usize = 10_000;
+
+/// Most events `k6/ws` takes in a row without waiting (what one read brought in): then it
+/// waits anyway, so a socket that never runs dry still writes what its handlers sent, lets
+/// the VU's other work and other VUs run, and sees a stop.
+const READY_RUN: u32 = 64;
 
 /// A VU's sockets by id, in id order (ids only grow): a VU has one or a few, and each
 /// message looks its socket up several times, so a binary search beats hashing the id.
@@ -68,8 +80,8 @@ impl Sockets {
 }
 
 struct Sock {
-    /// The connection while no future holds it (`k6/ws` between waits: its frames go
-    /// straight into the connection's write buffer).
+    /// The connection while no future holds it (between waits, while handlers run: their
+    /// frames go straight into its write buffer).
     conn: Option<WsConn>,
     /// `k6/websockets`' queue (its handlers may run while the connection waits); none for
     /// `k6/ws`, which needs none.
@@ -78,6 +90,8 @@ struct Sock {
     due: Option<Instant>,
     /// `k6/ws`: the script closed the socket; `wsPump` dispatches nothing more.
     done: bool,
+    /// `k6/ws`: events `wsPump` took without waiting since its last wait ([`READY_RUN`]).
+    ready_run: u32,
     m: Handles,
     started: Instant,
     /// Ping payload (our counter) → when it was sent.
@@ -305,6 +319,7 @@ fn opened<'js>(
             tx,
             due: None,
             done: false,
+            ready_run: 0,
             m,
             started,
             pings: HashMap::new(),
@@ -407,7 +422,7 @@ fn connect_op(req: WsRequest, settings: Arc<volley_http::client::ClientSettings>
 
 fn next_op(mut conn: WsConn) -> OpFuture {
     Box::pin(async move {
-        let ev = conn.next(None).await;
+        let ev = conn.next_flushed(None).await;
         Box::new((Some(conn), None::<Connected>, Some(ev))) as Box<dyn Any>
     })
 }
@@ -436,9 +451,10 @@ impl Continue for Step {
                     return Err(throw(ctx, "the WebSocket's task failed"));
                 };
                 let info = opened(ctx, st, a, r, started, id, true)?;
-                let conn = socket(st, id).and_then(|mut s| s.conn.take());
+                // The connection stays in the socket while the handler runs: its sends go
+                // straight into the write buffer, flushed before the next wait.
                 dispatch(ctx, id, info.into_value())?;
-                match conn {
+                match socket(st, id).and_then(|mut s| s.conn.take()) {
                     Some(c) => Ok(Next::Again(next_op(c), Box::new(Step::Event(id)))),
                     None => {
                         st.ext.ws.borrow_mut().remove(id);
@@ -454,15 +470,37 @@ impl Continue for Step {
                 let v = event(ctx, st, id, &mut conn, ev)?;
                 if closed {
                     end_session(st, id);
-                }
-                dispatch(ctx, id, v)?;
-                if closed {
+                    dispatch(ctx, id, v)?;
                     return Ok(Next::Done(Value::new_undefined(ctx.clone())));
                 }
-                Ok(Next::Again(next_op(conn), Box::new(Step::Event(id))))
+                // As after the connect: the handler's sends go into the write buffer.
+                if let Some(mut s) = socket(st, id) {
+                    s.conn = Some(conn);
+                }
+                dispatch(ctx, id, v)?;
+                match socket(st, id).and_then(|mut s| s.conn.take()) {
+                    Some(c) => Ok(Next::Again(next_op(c), Box::new(Step::Event(id)))),
+                    None => Ok(Next::Done(Value::new_undefined(ctx.clone()))),
+                }
             }
         }
     }
+}
+
+/// Queue a frame and count it in `ws_msgs_sent`; false: the socket is gone (or, `open_only`,
+/// the script closed it).
+fn send(st: &VuState, id: u32, cmd: WsCmd, open_only: bool) -> bool {
+    let Some(mut s) = socket(st, id) else {
+        return false;
+    };
+    if open_only && s.done {
+        return false;
+    }
+    let ok = s.send(cmd);
+    if ok {
+        st.rec.borrow_mut().add(s.m.sent, 1.0);
+    }
+    ok
 }
 
 /// Borrow socket `id` for a moment.
@@ -540,25 +578,34 @@ pub(crate) fn install<'js>(
                 s.due = (ms >= 0.0).then(|| Instant::now() + Duration::from_secs_f64(ms / 1e3));
             }
             loop {
-                let (mut conn, due) = match socket(&st, id) {
+                let (mut conn, due, may_skip) = match socket(&st, id) {
                     Some(mut s) if !s.done => match s.conn.take() {
-                        Some(c) => (c, s.due),
+                        Some(c) => (c, s.due, s.ready_run < READY_RUN),
                         None => return Ok(Value::new_undefined(ctx.clone())),
                     },
                     Some(_) => return Ok(Value::new_null(ctx.clone())),
                     None => return Ok(Value::new_undefined(ctx.clone())),
                 };
-                let Some((mut conn, ev)) = st.wait(async move {
-                    let ev = conn.next_flushed(due).await;
-                    (conn, ev)
-                }) else {
-                    return Err(throw(&ctx, "the WebSocket wait was interrupted"));
+                // The rest of a read first (no suspend); else write what the handlers sent
+                // and wait, letting other VUs run.
+                let (mut conn, ev, waited) = match may_skip.then(|| conn.next_ready()).flatten() {
+                    Some(ev) => (conn, ev, false),
+                    None => {
+                        let Some((conn, ev)) = st.wait(async move {
+                            let ev = conn.next_flushed(due).await;
+                            (conn, ev)
+                        }) else {
+                            return Err(throw(&ctx, "the WebSocket wait was interrupted"));
+                        };
+                        (conn, ev, true)
+                    }
                 };
                 let closed = matches!(ev, WsEvent::Closed { .. });
                 let text = matches!(ev, WsEvent::Text(_));
                 let out = event(&ctx, &st, id, &mut conn, ev)?;
-                if !closed {
-                    if let Some(mut s) = socket(&st, id) {
+                if let Some(mut s) = socket(&st, id) {
+                    s.ready_run = if waited { 0 } else { s.ready_run + 1 };
+                    if !closed {
                         s.conn = Some(conn);
                     }
                 }
@@ -604,16 +651,29 @@ pub(crate) fn install<'js>(
                         .ok_or_else(|| throw(&ctx, "expected a string or ArrayBuffer"))?,
                 ),
             };
-            let Some(mut s) = socket(&st, id) else {
-                return Ok(false);
-            };
-            let ok = s.send(cmd);
-            if ok {
-                st.rec.borrow_mut().add(s.m.sent, 1.0);
-            }
-            Ok(ok)
+            Ok(send(&st, id, cmd, false))
         };
         v.set("wsSend", Function::new(ctx.clone(), f)?)?;
+    }
+    {
+        // `k6/ws`: a socket's own `send` (one native per socket, so a handler's send is one
+        // native call, not an interpreted method around one): a string as it is, anything
+        // else as `String(x)`; nothing once the script closed the socket.
+        let st = st.clone();
+        let f = move |ctx: Ctx<'js>, id: u32| -> rquickjs::Result<Function<'js>> {
+            let st = st.clone();
+            let send_text = move |ctx: Ctx<'js>, data: Opt<Value<'js>>| -> rquickjs::Result<()> {
+                let data = data.0.unwrap_or_else(|| Value::new_undefined(ctx.clone()));
+                let text = match data.as_string() {
+                    Some(s) => s.to_string()?,
+                    None => data.get::<Coerced<String>>()?.0,
+                };
+                send(&st, id, WsCmd::Text(text), true);
+                Ok(())
+            };
+            Function::new(ctx, send_text)
+        };
+        v.set("wsSender", Function::new(ctx.clone(), f)?)?;
     }
     {
         let st = st.clone();

@@ -23,6 +23,8 @@ class Socket {
     // The earliest timer's time (Infinity: none): most events find nothing due without a scan.
     this._next = Infinity;
     this._done = false;
+    // A native per socket (src/modules/ws.rs, wsSender): the hot path of an echo handler.
+    this.send = V.wsSender(id);
   }
   on(event, handler) {
     if (typeof handler === "function") (this._on[event] || (this._on[event] = [])).push(handler);
@@ -40,14 +42,18 @@ class Socket {
     if (!list) return;
     for (let i = 0, n = list.length; i < n; i++) list[i](arg);
   }
-  send(message) {
-    if (!this._done) V.wsSend(this._id, typeof message === "string" ? message : String(message));
-    else this._closeSent();
-  }
   // k6: a frame written after the close frame is an error ("websocket: close sent", which
   // scripts filter out by that text), not an exception.
   _closeSent() {
     this._emit1("error", goError("websocket: close sent"));
+  }
+  // Closed (by the script or the session's end): the native sender gives way to k6's error.
+  _markDone() {
+    this._done = true;
+    this.send = this._sendClosed;
+  }
+  _sendClosed() {
+    this._closeSent();
   }
   sendBinary(message) {
     if (message === undefined) throw new Error("missing argument, expected ArrayBuffer");
@@ -80,7 +86,7 @@ class Socket {
   close(code) {
     if (this._done) return;
     const c = code === undefined ? 1001 : Math.trunc(Number(code)) || 0;
-    this._done = true;
+    this._markDone();
     V.wsClose(this._id, c, "");
     this._emit1("close", c);
   }
@@ -172,14 +178,14 @@ export function connect(url, params, callback) {
           }
           // The close reply went out with the server's code (src/modules/ws.rs).
           if (!s._done) {
-            s._done = true;
+            s._markDone();
             s._emit1("close", ev.code);
           }
           break;
       }
     }
   } finally {
-    s._done = true;
+    s._markDone();
     V.wsEnd(s._id);
   }
   return response(r);
