@@ -15,8 +15,10 @@
 //! and `data_sent`/`data_received` from the connection's wire counters.
 //!
 //! Layout: this file holds the clients (load, connect, invoke) and the natives; `invoke`
-//! unary calls and the response object; `stream` holds `grpc.Stream`; `direct` turns a
-//! decoded message into JS values (`to_js`, the serde route, for well-known types).
+//! unary calls and the response object; `stream` holds `grpc.Stream`; `wire` turns a
+//! response's protobuf bytes into JS values (per-VU plans, atoms and templates: `shape`),
+//! `meta` its headers and trailers; `direct` a decoded message where `wire` declines
+//! (`to_js`, the serde route, for well-known types).
 
 use crate::event_loop::{self, Continue, Next, OpFuture};
 use crate::modules::{bytes_of, throw};
@@ -36,8 +38,11 @@ use volley_metrics::{names, Handle, MetricKey, MetricKind, TagSet, Unit};
 
 mod direct;
 mod invoke;
+mod meta;
+mod shape;
 mod stream;
 mod to_js;
+mod wire;
 use invoke::{error_obj, Method};
 use stream::{stream_open, GrpcEvents};
 
