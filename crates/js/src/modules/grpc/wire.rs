@@ -26,9 +26,7 @@ use rquickjs::qjs::JSAtom;
 use rquickjs::{Array, Ctx, Object, Value};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use volley_grpc::prost_reflect::{
-    DynamicMessage, EnumDescriptor, Kind, MessageDescriptor, Syntax,
-};
+use volley_grpc::prost_reflect::{DynamicMessage, EnumDescriptor, Kind, MessageDescriptor, Syntax};
 
 /// Plans one VU keeps (one per message type it decoded; more go the old route).
 const MAX_PLANS: usize = 256;
@@ -42,8 +40,11 @@ const MAX_DEPTH: u32 = 64;
 pub(super) struct Cache<'js> {
     plans: RefCell<Vec<Rc<Plan<'js>>>>,
     /// The response object's keys and template.
-    response: RefCell<Option<(Vec<Key<'js>>, Vec<JSAtom>, Object<'js>)>>,
+    response: RefCell<Option<Response<'js>>>,
 }
+
+/// The response object's keys (kept alive), their raw ids and its template.
+type Response<'js> = (Vec<Key<'js>>, Vec<JSAtom>, Object<'js>);
 
 // SAFETY: `Cache` holds only `'js` values; `Changed` just renames the lifetime.
 unsafe impl<'js> rquickjs::JsLifetime<'js> for Cache<'js> {
@@ -78,7 +79,10 @@ impl<'js> Cache<'js> {
 }
 
 /// `{status, message, headers, trailers, error}` in one step (k6's key order).
-pub(super) fn response<'js>(ctx: &Ctx<'js>, vals: &[Value<'js>; 5]) -> rquickjs::Result<Object<'js>> {
+pub(super) fn response<'js>(
+    ctx: &Ctx<'js>,
+    vals: &[Value<'js>; 5],
+) -> rquickjs::Result<Object<'js>> {
     let c = cache(ctx);
     let mut r = c.response.borrow_mut();
     if r.is_none() {
@@ -312,7 +316,11 @@ fn absent<'js>(ctx: &Ctx<'js>, ty: &Ty) -> Option<Value<'js>> {
 }
 
 fn string<'js>(ctx: &Ctx<'js>, s: &str) -> Option<Value<'js>> {
-    Some(rquickjs::String::from_str(ctx.clone(), s).ok()?.into_value())
+    Some(
+        rquickjs::String::from_str(ctx.clone(), s)
+            .ok()?
+            .into_value(),
+    )
 }
 
 /// An enum number by name (unknown numbers as numbers; NullValue as `null`).
@@ -585,7 +593,9 @@ fn decode<'js>(
                 let v = match &f.ty {
                     // Twice: protobuf merges the two, the old route does that.
                     Ty::Msg(..) if w != LEN || !matches!(slots[i], Slot::Empty) => return None,
-                    Ty::Msg(..) => nested(ctx, c, f, &f.ty, r.bytes()?, fill && f.inner_fill, depth)?,
+                    Ty::Msg(..) => {
+                        nested(ctx, c, f, &f.ty, r.bytes()?, fill && f.inner_fill, depth)?
+                    }
                     ty if w == ty.wire() => scalar(ctx, ty, &mut r)?,
                     _ => return None,
                 };
@@ -644,7 +654,12 @@ fn decode<'js>(
 }
 
 /// The gathered fields as an object, in the plan's order, `null`s appended when `fill`.
-fn emit<'js>(ctx: &Ctx<'js>, p: &Plan<'js>, slots: Vec<Slot<'js>>, fill: bool) -> Option<Value<'js>> {
+fn emit<'js>(
+    ctx: &Ctx<'js>,
+    p: &Plan<'js>,
+    slots: Vec<Slot<'js>>,
+    fill: bool,
+) -> Option<Value<'js>> {
     let n = p.fields.len();
     let mut keys: Vec<JSAtom> = Vec::with_capacity(n);
     let mut vals: Vec<Value<'js>> = Vec::with_capacity(n);
@@ -680,8 +695,16 @@ fn emit<'js>(ctx: &Ctx<'js>, p: &Plan<'js>, slots: Vec<Slot<'js>>, fill: bool) -
             vals.push(Value::new_null(ctx.clone()));
         }
     }
-    let tmpl = if n <= 64 { template(ctx, p, shown, fill, &keys) } else { None };
-    Some(shape::make(ctx, tmpl.as_ref(), &keys, &vals).ok()?.into_value())
+    let tmpl = if n <= 64 {
+        template(ctx, p, shown, fill, &keys)
+    } else {
+        None
+    };
+    Some(
+        shape::make(ctx, tmpl.as_ref(), &keys, &vals)
+            .ok()?
+            .into_value(),
+    )
 }
 
 /// The template of this layout (made on first use; none past [`MAX_SHAPES`]).
