@@ -80,7 +80,7 @@ fn string<'js>(ctx: &Ctx<'js>, s: &str) -> R<'js> {
 }
 
 /// protojson's text for a non-finite float.
-fn non_finite(x: f64) -> &'static str {
+pub(super) fn non_finite(x: f64) -> &'static str {
     if x.is_nan() {
         "NaN"
     } else if x > 0.0 {

@@ -48,24 +48,9 @@ pub(super) fn define<'js>(
     atom: JSAtom,
     v: &Value<'js>,
 ) -> rquickjs::Result<()> {
-    let c = ctx.as_raw().as_ptr();
-    // SAFETY: `obj` and `v` belong to this live context, the property takes over the
-    // reference made here; `atom` is kept alive by its `Key`.
-    let r = unsafe {
-        let raw = rquickjs::qjs::JS_DupValue(c, v.as_raw());
-        rquickjs::qjs::JS_DefinePropertyValue(
-            c,
-            obj.as_raw(),
-            atom,
-            raw,
-            rquickjs::qjs::JS_PROP_C_W_E as _,
-        )
-    };
-    // An exception (out of memory) stays pending in the context, as rquickjs expects.
-    if r < 0 {
-        return Err(rquickjs::Error::Exception);
-    }
-    Ok(())
+    // SAFETY: `v` belongs to this live context; the property takes over this reference.
+    let raw = unsafe { rquickjs::qjs::JS_DupValue(ctx.as_raw().as_ptr(), v.as_raw()) };
+    crate::http::define_raw(ctx, obj, atom, raw)
 }
 
 /// A plain object with `keys` in this order (values null): the template of that layout.

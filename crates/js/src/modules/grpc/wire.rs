@@ -17,6 +17,7 @@
 //! Layout: [`Cache`] (per VU: [`Plan`]s by message type, the response's template), the
 //! reader, `decode` (wire → slots per field) and `emit` (slots → object).
 
+use super::direct::non_finite;
 use super::shape::{self, Key};
 use super::to_js;
 use crate::rt::VuData;
@@ -331,17 +332,6 @@ fn enum_value<'js>(ctx: &Ctx<'js>, e: &EnumDescriptor, null: bool, n: i32) -> Op
     match e.get_value(n) {
         Some(v) => string(ctx, v.name()),
         None => Some(Value::new_int(ctx.clone(), n)),
-    }
-}
-
-/// protojson's text for a non-finite float.
-fn non_finite(x: f64) -> &'static str {
-    if x.is_nan() {
-        "NaN"
-    } else if x > 0.0 {
-        "Infinity"
-    } else {
-        "-Infinity"
     }
 }
 
