@@ -13,6 +13,7 @@ mod async_request;
 mod debug;
 mod response;
 pub(crate) use debug::mode as debug_mode;
+pub(crate) use response::define_raw;
 
 use crate::rt::VuData;
 use crate::vu::VuState;

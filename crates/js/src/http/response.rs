@@ -177,8 +177,8 @@ fn int(n: i32) -> rquickjs::qjs::JSValue {
     rquickjs::qjs::JS_MKVAL(rquickjs::qjs::JS_TAG_INT, n)
 }
 
-/// [`define`] with a raw value whose reference the property takes over.
-fn define_raw<'js>(
+/// [`define`] with a raw value whose reference the property takes over (also gRPC's).
+pub(crate) fn define_raw<'js>(
     ctx: &Ctx<'js>,
     obj: &Object<'js>,
     atom: rquickjs::qjs::JSAtom,

@@ -80,7 +80,7 @@ fn string<'js>(ctx: &Ctx<'js>, s: &str) -> R<'js> {
 }
 
 /// protojson's text for a non-finite float.
-fn non_finite(x: f64) -> &'static str {
+pub(super) fn non_finite(x: f64) -> &'static str {
     if x.is_nan() {
         "NaN"
     } else if x > 0.0 {
@@ -149,7 +149,7 @@ fn value<'js>(ctx: &Ctx<'js>, v: &PValue, kind: &Kind, fill: bool) -> R<'js> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use volley_grpc::prost_reflect::{DescriptorPool, MessageDescriptor};
 
@@ -189,13 +189,13 @@ mod tests {
         }
     "#;
 
-    fn desc() -> MessageDescriptor {
+    pub(in crate::modules::grpc) fn desc() -> MessageDescriptor {
         let pool: DescriptorPool = volley_grpc::proto::load_source("t.proto", PROTO).unwrap();
         pool.get_message_by_name("t.All").unwrap()
     }
 
     /// Request-side JSON texts (k6's protojson), each encoded then shown by both routes.
-    const CASES: &[&str] = &[
+    pub(in crate::modules::grpc) const CASES: &[&str] = &[
         "{}",
         r#"{"d":1.5,"f":0.1,"i32":-7,"i64":"-9007199254740993","u32":4294967295,
             "u64":"18446744073709551615","s32":-3,"s64":"-4","fx32":5,"fx64":"6","sf32":-8,

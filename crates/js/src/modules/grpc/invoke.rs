@@ -5,8 +5,9 @@
 //! call with no per-call tags does no descriptor lookup, tag-map building or series hashing.
 //! The request object is encoded from `JSON.stringify` text (the last text's framed bytes
 //! are kept per method: load tests repeat requests); a call without metadata reuses the
-//! method's request head (URI and headers, built once). The response becomes a JS object
-//! straight from the decoded message (`direct`).
+//! method's request head (URI and headers, built once). The response message becomes JS
+//! values straight from the wire bytes (`wire`; `direct` from a decoded message where
+//! `wire` declines), the response and its headers/trailers objects from templates (`shape`).
 
 use super::*;
 use bytes::Bytes;
@@ -181,42 +182,15 @@ pub(super) fn error_obj<'js>(
     Ok(e)
 }
 
-/// `{key: [values...]}` in the order keys first come. A property is defined, not assigned,
-/// as `JSON.parse` does (cheaper, and a `constructor` or `__proto__` key is an own one).
-fn metadata_obj<'js>(ctx: &Ctx<'js>, md: &Metadata) -> rquickjs::Result<Object<'js>> {
-    let o = Object::new(ctx.clone())?;
-    // (key, its array, length): a key's values come together from a HeaderMap, but a key
-    // seen again later still joins its array. No allocation for an empty list.
-    let mut arrays: Vec<(&str, Array<'js>, usize)> = Vec::new();
-    for (k, v) in md {
-        let text = match std::str::from_utf8(v) {
-            Ok(s) => rquickjs::String::from_str(ctx.clone(), s)?,
-            Err(_) => rquickjs::String::from_str(ctx.clone(), &String::from_utf8_lossy(v))?,
-        };
-        if let Some(e) = arrays.iter_mut().find(|e| e.0 == k) {
-            e.1.set(e.2, text)?;
-            e.2 += 1;
-            continue;
-        }
-        let a = Array::new(ctx.clone())?;
-        a.set(0, text)?;
-        define(&o, k, a.clone().into_value())?;
-        arrays.push((k, a, 1));
-    }
-    Ok(o)
-}
-
-fn define<'js>(o: &Object<'js>, k: &str, v: Value<'js>) -> rquickjs::Result<()> {
-    use rquickjs::object::Property;
-    o.prop(k, Property::from(v).writable().enumerable().configurable())
-}
-
 /// Protobuf bytes of type `desc` → the JS value of `response.message` (k6's protojson).
 pub(super) fn message_value<'js>(
     ctx: &Ctx<'js>,
     desc: &MessageDescriptor,
     bytes: &[u8],
 ) -> Result<Value<'js>, String> {
+    if let Some(v) = super::wire::message(ctx, desc, bytes) {
+        return Ok(v);
+    }
     let msg = DynamicMessage::decode(desc.clone(), bytes)
         .map_err(|e| format!("failed to unmarshal the message: {e}"))?;
     super::direct::message(ctx, &msg)
@@ -229,8 +203,7 @@ fn response<'js>(
     out: &MessageDescriptor,
     discard: bool,
 ) -> rquickjs::Result<Value<'js>> {
-    let o = Object::new(ctx.clone())?;
-    define(&o, "status", rquickjs::IntoJs::into_js(r.status, ctx)?)?;
+    let status = rquickjs::IntoJs::into_js(r.status, ctx)?;
     // k6 converts the response message even when the call failed (then: all defaults).
     let message = if discard {
         Value::new_null(ctx.clone())
@@ -243,16 +216,15 @@ fn response<'js>(
             )
         })?
     };
-    define(&o, "message", message)?;
-    define(&o, "headers", metadata_obj(ctx, &r.headers)?.into_value())?;
-    define(&o, "trailers", metadata_obj(ctx, &r.trailers)?.into_value())?;
+    let headers = super::meta::object(ctx, &r.headers)?.into_value();
+    let trailers = super::meta::object(ctx, &r.trailers)?.into_value();
     let error = if r.status == status::OK {
         Value::new_null(ctx.clone())
     } else {
         error_obj(ctx, r.status, &r.message)?.into_value()
     };
-    define(&o, "error", error)?;
-    Ok(o.into_value())
+    let vals = [status, message, headers, trailers, error];
+    Ok(super::wire::response(ctx, &vals)?.into_value())
 }
 
 /// The request object's JSON text as k6 sends it: NaN and ±Infinity become the strings

@@ -16,8 +16,10 @@
 //!
 //! Layout: this file holds the clients (load, connect, invoke) and the natives; `invoke`
 //! unary calls and the response object; `stream` holds `grpc.Stream`; `paths` maps
-//! `load()`'s file names as k6 reads them; `direct` turns a
-//! decoded message into JS values (`to_js`, the serde route, for well-known types).
+//! `load()`'s file names as k6 reads them; `wire` turns a response's protobuf bytes into JS
+//! values (per-VU plans, atoms and templates: `shape`), `meta` its headers and trailers;
+//! `direct` a decoded message where `wire` declines (`to_js`, the serde route, for
+//! well-known types).
 
 use crate::event_loop::{self, Continue, Next, OpFuture};
 use crate::modules::{bytes_of, throw};
@@ -37,9 +39,12 @@ use volley_metrics::{names, Handle, MetricKey, MetricKind, TagSet, Unit};
 
 mod direct;
 mod invoke;
+mod meta;
 mod paths;
+mod shape;
 mod stream;
 mod to_js;
+mod wire;
 use invoke::{error_obj, Method};
 use stream::{stream_open, GrpcEvents};
 
