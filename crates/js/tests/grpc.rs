@@ -74,6 +74,37 @@ fn streams_deliver_events_in_order_and_count_messages() {
     );
 }
 
+/// Largest value (ms for time trends) of a trend over the tag sets matching `filter`.
+fn trend_max(r: &volley_metrics::RunResult, name: &str, filter: &[(&str, &str)]) -> f64 {
+    matching(r, name, filter)
+        .map(|m| match m.value {
+            volley_metrics::TotalValue::Trend { max, .. } => max,
+            _ => panic!("{name} is not a trend"),
+        })
+        .fold(0.0, f64::max)
+}
+
+/// One connection per VU with many things in flight: concurrent calls, a stream that must
+/// be read while the VU sleeps (its duration ends before the sleep does), a deadline.
+#[test]
+fn calls_and_streams_in_flight_together_share_the_vus_connection() {
+    let t = target();
+    let out = run("grpc_driven.js", &t);
+    let r = &out.result;
+    assert!(r.metrics_named("iteration_errors").next().is_none());
+    assert_eq!(check_names(&out).len(), 5);
+    assert_eq!(rate(r, "checks", &[]), (20, 20));
+    assert_eq!(
+        counter(r, "grpc_streams_msgs_received", &[("part", "count")]),
+        8000.0
+    );
+    // 10 async + 3 blocking calls + 1 stream per iteration.
+    assert_eq!(samples(r, "grpc_req_duration", &[]), 56);
+    // The stream's own end came while the VU slept 1.5 s, not after it.
+    let took = trend_max(r, "grpc_req_duration", &[("part", "count")]);
+    assert!(took < 1500.0, "the stream ended after {took} ms");
+}
+
 #[test]
 fn reflection_builds_descriptors_from_the_server() {
     let t = target();
