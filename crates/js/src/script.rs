@@ -468,7 +468,7 @@ fn describe_raw(ctx: &Ctx<'_>, e: rquickjs::Error) -> String {
                 .map(|c| c.0)
                 .unwrap_or_else(|| "Error".into());
             let message = ex.message().unwrap_or_default();
-            let stack = ex.stack().unwrap_or_default();
+            let stack = user_frames(&ex.stack().unwrap_or_default());
             let stack = stack.trim_end();
             match first_position(stack) {
                 Some(pos) => format!("{pos}: {name}: {message}\n{stack}"),
@@ -489,25 +489,48 @@ fn describe_raw(ctx: &Ctx<'_>, e: rquickjs::Error) -> String {
     }
 }
 
+/// A stack frame's position ("    at f (a.js:3:5)" → "a.js:3:5"); None for other lines.
+fn frame_position(line: &str) -> Option<&str> {
+    let rest = line.trim().strip_prefix("at ")?;
+    Some(match (rest.rfind('('), rest.ends_with(')')) {
+        (Some(i), true) => &rest[i + 1..rest.len() - 1],
+        _ => rest,
+    })
+}
+
+/// A frame of Volley's own module code: shared shim bytecode has no file name (`<null>`),
+/// the others are named after their module. k6 shows none of its modules' insides.
+fn builtin_frame(pos: &str) -> bool {
+    pos.starts_with("<null>")
+        || BUILTINS
+            .iter()
+            .any(|(n, _)| pos.starts_with(n) && pos[n.len()..].starts_with(':'))
+}
+
+/// The stack without the frames of built-in modules, as k6 prints a script's errors.
+fn user_frames(stack: &str) -> String {
+    let mut out = String::with_capacity(stack.len());
+    for line in stack.lines() {
+        if frame_position(line).is_some_and(builtin_frame) {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
 /// The first `file:line:col` in a QuickJS stack ("    at f (a.js:3:5)" or "    at a.js:3:5").
 fn first_position(stack: &str) -> Option<String> {
     for line in stack.lines() {
-        let l = line.trim();
-        let Some(rest) = l.strip_prefix("at ") else {
+        let Some(pos) = frame_position(line) else {
             continue;
-        };
-        let pos = match (rest.rfind('('), rest.ends_with(')')) {
-            (Some(i), true) => &rest[i + 1..rest.len() - 1],
-            _ => rest,
         };
         if pos.starts_with('<') || pos == "native" {
             continue;
         }
         // Built-in shims are not where the user's mistake is.
-        if BUILTINS
-            .iter()
-            .any(|(n, _)| pos.starts_with(&format!("{n}:")))
-        {
+        if builtin_frame(pos) {
             continue;
         }
         let mut parts = pos.rsplitn(3, ':');
@@ -549,5 +572,18 @@ mod tests {
             Some("x.js:1:2")
         );
         assert_eq!(first_position("    at <eval>"), None);
+    }
+
+    /// Shim frames (shared bytecode says `<null>`, named modules their name) are left out of
+    /// the stack printed with a script's error; the user's frames and native ones stay.
+    #[test]
+    fn printed_stacks_keep_only_the_users_frames() {
+        let s = "    at wantsDeflate (<null>:0:1)\n    at WebSocket (<null>:0:1)\n    \
+                 at check (k6:7:12)\n    at k6/httpx (k6/httpx.js:2:3)\n    at default (/tmp/a.js:5:28)\n";
+        assert_eq!(
+            user_frames(s),
+            "    at k6/httpx (k6/httpx.js:2:3)\n    at default (/tmp/a.js:5:28)\n"
+        );
+        assert_eq!(user_frames("    at connect (<null>:0:1)\n"), "");
     }
 }
